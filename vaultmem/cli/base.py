@@ -1,0 +1,84 @@
+"""The typer app, the options every command shares, and the helpers commands use.
+
+Command modules import heavy parts of the core inside the command body, not at the top: every
+module here is imported on every call (typer needs the signatures), and `append`/`read` run on
+every agent turn.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from vaultmem.config import ENV_AGENT, ENV_VAULT
+
+app = typer.Typer(
+    name="vaultmem",
+    help="Durable, shared memory for AI agents, in a markdown vault people open in Obsidian.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+COMMON = "Common options"
+
+VaultOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--vault",
+        envvar=ENV_VAULT,
+        help="Vault folder [env VAULTMEM_VAULT; default: walk up to vaultmem.toml].",
+        show_default=False,
+        rich_help_panel=COMMON,
+    ),
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        envvar=ENV_AGENT,
+        help="Acting agent [env VAULTMEM_AGENT].",
+        show_default=False,
+        rich_help_panel=COMMON,
+    ),
+]
+JsonOpt = Annotated[
+    bool,
+    typer.Option("--json", help="Machine-readable output on stdout.", rich_help_panel=COMMON),
+]
+
+
+def example(*lines: str) -> str:
+    """Help epilog: every command's help ends with a runnable example."""
+    return "Example:  " + "  ·  ".join(lines)
+
+
+def open_vault(vault: Path | None) -> Any:
+    from vaultmem.vault import Vault
+
+    return Vault.open(vault)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def warn(message: str) -> None:
+    """A diagnostic for people: stderr, never stdout."""
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def read_text_arg(text: str) -> str:
+    """TEXT arguments accept '-' for standard input."""
+    if text == "-":
+        return sys.stdin.read()
+    return text

@@ -1,0 +1,94 @@
+"""init, read, status: the commands that open (or create) a vault and report on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, app, emit, emit_json, example, open_vault
+
+
+@app.command(
+    epilog=example("vaultmem init my-vault --agent ella --agent lyra --reviewer chiara"),
+)
+def init(
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="Folder for the vault (default: --vault or here).", show_default=False),
+    ] = None,
+    agents: Annotated[
+        list[str] | None, typer.Option("--agent", help="An agent of this vault (repeatable).")
+    ] = None,
+    reviewers: Annotated[
+        list[str] | None,
+        typer.Option("--reviewer", help="A person who reviews facts (repeatable)."),
+    ] = None,
+    language: Annotated[
+        str | None, typer.Option(help="Language of the notes (en, it, ...).", show_default=False)
+    ] = None,
+    vault: VaultOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a vault (or adopt a folder of notes); never overwrites a file.
+
+    Run it again to add an agent or a reviewer. The --agent option here names the agents to
+    create (it may be repeated), unlike elsewhere where it names the acting agent.
+    """
+    from vaultmem.scaffold import init_vault
+
+    target = path or vault or Path.cwd()
+    result = init_vault(target, agents=agents or [], reviewers=reviewers or [], language=language)
+    if as_json:
+        emit_json(result.__dict__)
+        return
+    verb = "Updated" if result.existed else "Created"
+    emit(f"{verb} vault at {result.root}")
+    for rel in result.created:
+        emit(f"  + {rel}")
+    if result.existed and not result.created:
+        emit("  (nothing was missing)")
+    if result.adopted_notes and not result.existed:
+        emit(f"  adopted {result.adopted_notes} existing note(s); vaultmem leaves them as they are")
+
+
+@app.command(
+    epilog=example("vaultmem read --agent ella", "vaultmem read --agent ella --json"),
+)
+def read(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Print the session-start pack for an agent: identity and memory indexes.
+
+    Load it before answering. Plain output is markdown meant for a prompt; --json gives the
+    same sections as data.
+    """
+    from vaultmem.context import read_pack
+
+    pack = read_pack(open_vault(vault), agent or "")
+    if as_json:
+        emit_json(pack.to_dict())
+        return
+    out = [f"# Session context for {pack.agent}", ""]
+    for section in pack.sections:
+        source = f" ({section.source})" if section.source else ""
+        out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
+    if pack.dropped:
+        out += [f"_Dropped to fit the budget: {', '.join(pack.dropped)}_", ""]
+    emit("\n".join(out))
+
+
+@app.command(epilog=example("vaultmem status", "vaultmem status --json"))
+def status(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Vault path, agents, facts by type and status, and every problem found.
+
+    Exits 0 even when problems are listed: status reports, `verify` judges.
+    """
+    from vaultmem.maintain import status as vault_status
+
+    report = vault_status(open_vault(vault))
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    from vaultmem.cli.output import render_status
+
+    render_status(report)

@@ -1,0 +1,150 @@
+"""Layer 1 commands: remember, memories, forget, retract."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from vaultmem.cli.base import (
+    AgentOpt,
+    JsonOpt,
+    VaultOpt,
+    app,
+    emit,
+    emit_json,
+    example,
+    open_vault,
+    read_text_arg,
+)
+
+
+@app.command(
+    epilog=example(
+        'vaultmem remember "Chiara reviews on Fridays" --name "Review day" '
+        '--description "When reviews happen" --type user'
+    ),
+)
+def remember(
+    text: Annotated[str, typer.Argument(help="The fact, in a few sentences ('-' reads stdin).")],
+    name: Annotated[str, typer.Option("--name", "-n", help="Short title; becomes the file name.")],
+    type_: Annotated[
+        str,
+        typer.Option(
+            "--type",
+            "-t",
+            help="user, feedback, project, reference, decision, fact, failure or preference.",
+        ),
+    ],
+    description: Annotated[
+        str | None,
+        typer.Option(
+            "--description",
+            "-d",
+            help="One line for MEMORY.md (default: the first line).",
+            show_default=False,
+        ),
+    ] = None,
+    scope: Annotated[
+        str, typer.Option(help="shared (memory/) or agent (agents/<agent>/memory/).")
+    ] = "shared",
+    supersedes: Annotated[
+        str | None,
+        typer.Option(
+            help="Id of a fact this one replaces (it is kept, marked superseded).",
+            show_default=False,
+        ),
+    ] = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write one fact note and add its line to MEMORY.md."""
+    from vaultmem.memory import remember as do_remember
+
+    fact = do_remember(
+        open_vault(vault),
+        read_text_arg(text),
+        name=name,
+        type_=type_,
+        description=description,
+        scope=scope,
+        agent=agent,
+        supersedes=supersedes,
+    )
+    if as_json:
+        emit_json(fact.to_dict())
+    else:
+        emit(f"{fact.id} {fact.path}")
+
+
+@app.command(epilog=example("vaultmem memories --type project", "vaultmem memories --json"))
+def memories(
+    type_: Annotated[
+        str | None,
+        typer.Option("--type", "-t", help="Only facts of this type.", show_default=False),
+    ] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Include retracted and superseded facts.")
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List facts (shared and per agent), newest last."""
+    from vaultmem.memory import list_facts
+
+    facts = list_facts(open_vault(vault), type_=type_, include_inactive=all_)
+    if agent:
+        facts = [f for f in facts if f.agent in (None, agent)]
+    if as_json:
+        emit_json({"facts": [f.to_dict() for f in facts]})
+        return
+    from vaultmem.cli.output import render_facts
+
+    render_facts(facts)
+
+
+@app.command(epilog=example("vaultmem forget m-1a2b3c4d"))
+def forget(
+    fact_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Fact id (or slug, or vault-relative path).")
+    ],
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a fact and its index line for good (the GDPR path). Exit 4 if unknown."""
+    from vaultmem.memory import forget as do_forget
+
+    result = do_forget(open_vault(vault), fact_id)
+    if as_json:
+        emit_json(
+            {"forgotten": result.fact.to_dict(), "index_line_removed": result.index_line_removed}
+        )
+        return
+    emit(f"forgot {result.fact.id} ({result.fact.path})")
+    if not result.index_line_removed:
+        from vaultmem.cli.base import warn
+
+        warn("no MEMORY.md line linked to it")
+
+
+@app.command(epilog=example('vaultmem retract m-1a2b3c4d --why "the deadline moved to May"'))
+def retract(
+    fact_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Fact id (or slug, or vault-relative path).")
+    ],
+    why: Annotated[str, typer.Option("--why", help="What was wrong; kept in the note.")],
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Mark a fact retracted (kept, with the reason) and move its line under 'Retracted'."""
+    from vaultmem.memory import retract as do_retract
+
+    fact = do_retract(open_vault(vault), fact_id, why=why)
+    if as_json:
+        emit_json(fact.to_dict())
+    else:
+        emit(f"retracted {fact.id} ({fact.path})")

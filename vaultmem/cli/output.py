@@ -1,0 +1,57 @@
+"""Human output: rich tables and panels. The only module that imports rich."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from vaultmem.maintain import StatusReport
+    from vaultmem.memory import Fact
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+
+def render_status(report: StatusReport) -> None:
+    out.print(f"[bold]Vault[/] {report.vault}")
+    out.print(
+        f"[bold]Agents[/] {', '.join(report.agents) or '-'}    "
+        f"[bold]Reviewers[/] {', '.join(report.reviewers) or '-'}    "
+        f"[bold]Language[/] {report.language}"
+    )
+    facts = Table(title="Facts", show_edge=False)
+    facts.add_column("type")
+    facts.add_column("count", justify="right")
+    for kind, count in report.facts_by_type.items():
+        facts.add_row(kind, str(count))
+    out.print(facts)
+    if report.facts_by_status:
+        out.print("  " + ", ".join(f"{k}: {v}" for k, v in report.facts_by_status.items()))
+    if not report.problems:
+        out.print("[green]No problems found.[/]")
+        return
+    table = Table(title=f"Problems ({len(report.problems)})", show_edge=False)
+    table.add_column("file")
+    table.add_column("line", justify="right")
+    table.add_column("problem")
+    table.add_column("detail", overflow="fold")
+    for p in report.problems:
+        table.add_row(p.path, str(p.line or ""), p.kind, p.message)
+    out.print(table)
+
+
+def render_facts(facts: Sequence[Fact]) -> None:
+    if not facts:
+        out.print("No facts yet. Add one with: vaultmem remember TEXT --name N --type T")
+        return
+    table = Table(show_edge=False)
+    for col in ("id", "type", "name", "scope", "status", "path"):
+        table.add_column(col, overflow="fold")
+    for f in facts:
+        scope = f"agent:{f.agent}" if f.agent else "shared"
+        table.add_row(f.id, f.type, f.name, scope, f.status, f.path)
+    out.print(table)

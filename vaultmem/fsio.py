@@ -1,0 +1,119 @@
+"""Low-level file I/O every writer shares: atomic replace, durable append, checked reads.
+
+An atomic write goes to a dot-prefixed temp file in the same folder (Obsidian ignores dot files,
+and `os.replace` is only atomic within one file system), is flushed and fsynced, then replaces
+the target; the folder is fsynced so the rename itself survives a power cut.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from pathlib import Path
+
+from vaultmem.errors import IntegrityError, NotWritableError, VaultmemError
+
+TEMP_PREFIX = ".vaultmem-tmp-"
+
+
+def fsync_dir(folder: Path) -> None:
+    if os.name == "nt":  # directories cannot be opened for fsync on Windows
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_error(path: Path, exc: OSError) -> VaultmemError:
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return NotWritableError(
+            f"cannot write {path}: {exc.strerror}",
+            "the vault (or this file) is read-only; check its permissions",
+        )
+    return VaultmemError(f"cannot write {path}: {exc.strerror}")
+
+
+def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode if mode is not None else 0o644)
+        try:
+            view = memoryview(raw)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if mode is None and path.exists():
+            # keep the permissions a person gave the file
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _write_error(path, exc) from exc
+
+
+def create_exclusive(path: Path, data: str) -> bool:
+    """Write a new file; return False (and write nothing) when it already exists."""
+    if path.exists() or path.is_symlink():
+        return False
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "xb") as fh:
+            fh.write(data.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            # link() fails if the target appeared meanwhile: never overwrite
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+        fsync_dir(path.parent)
+        return True
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _write_error(path, exc) from exc
+
+
+def append_durable(path: Path, data: bytes) -> None:
+    """Append `data` with one write(), then flush and fsync. Callers hold the lock."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
+
+
+def read_text(path: Path, *, what: str = "file") -> str:
+    """Read UTF-8 text; a file that is not UTF-8 is an IntegrityError naming the file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise VaultmemError(f"cannot read {path}: {exc.strerror}", "check its permissions") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IntegrityError(
+            f"{path}: {what} is not UTF-8 text (bad byte at offset {exc.start})",
+            "re-save it as UTF-8 in your editor",
+        ) from exc

@@ -1,0 +1,116 @@
+"""Exclusive inter-process locks on sidecar files under `.vaultmem/locks/`, with a timeout.
+
+Locks are taken on a sidecar file, never on a markdown file: an editor that saves by replacing
+the file would otherwise silently drop the lock.
+
+On POSIX this calls `fcntl.flock` directly, the same call portalocker makes there. Importing
+portalocker costs ~45 ms per process (its `__about__` loads importlib.metadata to find its own
+version), and `vaultmem append` runs on every agent turn; the lock semantics are identical.
+Elsewhere (Windows) portalocker does the work. This module is the only portalocker importer.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from vaultmem.errors import LockTimeoutError
+
+_POLL_START = 0.001
+_POLL_MAX = 0.05
+
+if os.name == "posix":
+    import fcntl
+
+    def _try_lock(fh: IO[bytes]) -> bool:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except (BlockingIOError, PermissionError):
+            return False
+        return True
+
+    def _unlock(fh: IO[bytes]) -> None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+else:  # pragma: no cover - exercised on Windows only
+
+    def _try_lock(fh: IO[bytes]) -> bool:
+        import portalocker
+
+        try:
+            portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)
+        except portalocker.exceptions.LockException:
+            return False
+        return True
+
+    def _unlock(fh: IO[bytes]) -> None:
+        import portalocker
+
+        portalocker.unlock(fh)
+
+
+def lock_path(state_dir: Path, name: str) -> Path:
+    return state_dir / "locks" / f"{name}.lock"
+
+
+@contextmanager
+def exclusive(path: Path, timeout: float, *, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if missing) or raise LockTimeoutError (exit 6).
+
+    Polls with a growing back-off instead of blocking, so a stuck holder can never hang us.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a+b")  # noqa: SIM115 - closed in finally
+    try:
+        deadline = time.monotonic() + timeout
+        pause = _POLL_START
+        while not _try_lock(fh):
+            if time.monotonic() >= deadline:
+                holder = _holder(path)
+                raise LockTimeoutError(
+                    f"timed out after {timeout:g}s waiting for the {what} lock ({path})"
+                    + (f", held by pid {holder}" if holder else ""),
+                    "another vaultmem process is writing; retry (safe), or raise the timeout",
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, _POLL_MAX)
+        try:
+            # who holds it, for the timeout message of the next waiter
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(os.getpid()).encode())
+            fh.flush()
+            yield
+        finally:
+            _unlock(fh)
+    finally:
+        fh.close()
+
+
+def try_exclusive(path: Path) -> IO[bytes] | None:
+    """Take the lock without waiting; return the open handle (release with `release`) or None."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a+b")  # noqa: SIM115 - returned to the caller
+    if _try_lock(fh):
+        return fh
+    fh.close()
+    return None
+
+
+def release(fh: IO[bytes]) -> None:
+    try:
+        _unlock(fh)
+    finally:
+        fh.close()
+
+
+def _holder(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return text if text.isdigit() else None

@@ -1,0 +1,430 @@
+"""Layer 1: one markdown file per fact, and the MEMORY.md index lines that point to them.
+
+`MEMORY.md` belongs to people as much as to vaultmem: it is edited line by line (one line added,
+removed or moved), never regenerated, so headings, comments and the order a person chose stay.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vaultmem import notes
+from vaultmem.errors import IntegrityError, NotFoundError, UsageError, VaultmemError
+from vaultmem.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.locking import exclusive, lock_path
+from vaultmem.vault import Vault
+
+FACT_TYPES = (
+    "user",
+    "feedback",
+    "project",
+    "reference",
+    "decision",
+    "fact",
+    "failure",
+    "preference",
+)
+SCOPES = ("shared", "agent")
+MAX_NAME = 120
+MAX_DESCRIPTION = 300
+MAX_SLUG = 60
+RETRACTED_HEADING = "## Retracted"
+# the frontmatter keys vaultmem owns on a fact; every other key belongs to people
+OWNED_KEYS = (
+    "name",
+    "description",
+    "type",
+    "id",
+    "created",
+    "updated",
+    "author",
+    "status",
+    "supersedes",
+    "superseded_by",
+    "retracted_at",
+    "retract_reason",
+)
+_WIKILINK = re.compile(r"\[\[([^\[\]|#^]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact note, as listed by `memories` and returned by `remember`."""
+
+    id: str
+    name: str
+    description: str
+    type: str
+    path: str  # relative to the vault
+    scope: str  # "shared" or "agent"
+    agent: str | None  # owner for agent scope
+    status: str  # "active", "retracted" or "superseded"
+    created: str
+    updated: str
+    author: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    fact: Fact
+    index_line_removed: bool
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def slugify(name: str) -> str:
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
+    return slug[:MAX_SLUG].rstrip("-") or "fact"
+
+
+def validate_fact_name(name: str) -> str:
+    """A fact name becomes a file name and a wikilink alias: keep it plain."""
+    clean = name.strip()
+    if not clean:
+        raise UsageError("the fact name is empty", "pass --name 'Short title'")
+    if len(clean) > MAX_NAME:
+        raise UsageError(
+            f"the fact name is {len(clean)} characters long (at most {MAX_NAME})",
+            "use a short title and put the detail in --description or the text",
+        )
+    bad = sorted({c for c in clean if c in "/\\[]|#^" or ord(c) < 32 or c == "\x7f"})
+    if bad or clean.startswith("."):
+        shown = ", ".join(repr(c) for c in bad) or "a leading '.'"
+        raise UsageError(
+            f"the fact name {clean!r} contains {shown}",
+            "names become file names and wikilinks: avoid / \\ [ ] | # ^, control characters and a leading dot",
+        )
+    return clean
+
+
+def one_line(text: str, limit: int, what: str) -> str:
+    folded = " ".join(text.split())
+    if len(folded) > limit:
+        raise UsageError(
+            f"the {what} is {len(folded)} characters long (at most {limit})", "shorten it"
+        )
+    return folded
+
+
+def index_line(vault: Vault, path: Path, name: str, description: str) -> str:
+    target = vault.rel(path).removesuffix(".md")
+    return f"- [[{target}|{name}]] — {description}" if description else f"- [[{target}|{name}]]"
+
+
+def _links_to(line: str, target: str) -> bool:
+    slug = target.rsplit("/", 1)[-1]
+    for match in _WIKILINK.finditer(line):
+        link = match.group(1).strip().removesuffix(".md")
+        if link in (target, slug):
+            return True
+    return False
+
+
+def _read_index(vault: Vault, agent: str | None) -> tuple[Path, str]:
+    path = vault.index_for(agent)
+    if not path.exists():
+        title = "Memory" if agent is None else f"Memory of {agent}"
+        return path, f"# {title}\n\n"
+    text = read_text(path, what="memory index")
+    if "\x00" in text:
+        raise IntegrityError(
+            f"{path}: memory index contains NUL bytes", "repair or restore the file"
+        )
+    return path, text
+
+
+def _with_line_added(text: str, line: str) -> str:
+    """Add a line at the end of the active list: before '## Retracted' if there is one."""
+    lines = text.splitlines()
+    cut = next((i for i, ln in enumerate(lines) if ln.strip() == RETRACTED_HEADING), len(lines))
+    head = lines[:cut]
+    while head and not head[-1].strip():
+        head.pop()
+    rest = lines[cut:]
+    if head and not head[-1].lstrip().startswith(("- ", "* ", "+ ")):
+        head.append("")  # a list after a paragraph needs a blank line to render as a list
+    out = [*head, line]
+    if rest:
+        out += ["", *rest]
+    return "\n".join(out) + "\n"
+
+
+def _with_line_removed(text: str, target: str) -> tuple[str, str | None]:
+    lines = text.splitlines()
+    for i, ln in enumerate(lines):
+        if _links_to(ln, target):
+            removed = lines.pop(i)
+            return "\n".join(lines) + ("\n" if lines else ""), removed
+    return text, None
+
+
+def _with_line_retracted(text: str, target: str, note: str, fallback: str) -> str:
+    text, removed = _with_line_removed(text, target)
+    line = (removed or fallback).rstrip() + f" ({note})"
+    lines = text.rstrip("\n").splitlines()
+    if not any(ln.strip() == RETRACTED_HEADING for ln in lines):
+        lines += ["", RETRACTED_HEADING, ""]
+    lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _fact_from(vault: Vault, path: Path, note: notes.Note) -> Fact:
+    meta = note.meta
+    rel = vault.rel(path)
+    parts = rel.split("/")
+    agent = parts[1] if parts[0] == "agents" and len(parts) > 3 else None
+    return Fact(
+        id=str(meta.get("id") or ""),
+        name=str(meta.get("name") or path.stem),
+        description=str(meta.get("description") or ""),
+        type=str(meta.get("type") or ""),
+        path=rel,
+        scope="agent" if agent else "shared",
+        agent=agent,
+        status=str(meta.get("status") or "active"),
+        created=str(meta.get("created") or ""),
+        updated=str(meta.get("updated") or ""),
+        author=str(meta.get("author") or ""),
+        text=note.body.strip(),
+    )
+
+
+def fact_files(vault: Vault) -> Iterator[tuple[Path, str | None]]:
+    """Every fact file, with its owning agent (None for shared), in a stable order."""
+    folders: list[tuple[Path, str | None]] = [(vault.memory_dir(), None)]
+    folders += [(vault.memory_dir(a), a) for a in vault.known_agents()]
+    for folder, agent in folders:
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.md")):
+                if path.name != "MEMORY.md" and not path.name.startswith("."):
+                    yield path, agent
+
+
+def list_facts(
+    vault: Vault, *, type_: str | None = None, include_inactive: bool = True
+) -> list[Fact]:
+    """All readable facts. Files that cannot be parsed are skipped here and reported by status."""
+    out = []
+    for path, _agent in fact_files(vault):
+        try:
+            note = notes.read(path)
+        except VaultmemError:
+            continue
+        if not note.ok:
+            continue
+        fact = _fact_from(vault, path, note)
+        if type_ and fact.type != type_:
+            continue
+        if not include_inactive and fact.status != "active":
+            continue
+        out.append(fact)
+    return out
+
+
+def find_fact(vault: Vault, ref: str) -> tuple[Path, notes.Note]:
+    """Find a fact by id, slug or vault-relative path. Exit 4 if none, 2 if ambiguous."""
+    ref = ref.strip()
+    matches: list[tuple[Path, notes.Note]] = []
+    for path, _agent in fact_files(vault):
+        rel = vault.rel(path)
+        if ref in (rel, rel.removesuffix(".md"), path.stem):
+            matches.append((path, notes.read(path)))
+            continue
+        try:
+            note = notes.read(path)
+        except VaultmemError:
+            continue
+        if note.ok and str(note.meta.get("id")) == ref:
+            matches.append((path, note))
+    if not matches:
+        raise NotFoundError(
+            f"no fact with id or name {ref!r}", "list facts with: vaultmem memories"
+        )
+    if len(matches) > 1:
+        listed = ", ".join(vault.rel(p) for p, _ in matches)
+        raise UsageError(f"{ref!r} matches several facts: {listed}", "pass the id instead")
+    return matches[0]
+
+
+def _new_id(vault: Vault) -> str:
+    taken = {f.id for f in list_facts(vault)}
+    while True:
+        candidate = f"m-{secrets.token_hex(4)}"
+        if candidate not in taken:
+            return candidate
+
+
+def _index_lock(vault: Vault) -> Any:
+    return exclusive(
+        lock_path(vault.state_dir, "memory"), vault.config.log.lock_timeout, what="memory index"
+    )
+
+
+def remember(
+    vault: Vault,
+    text: str,
+    *,
+    name: str,
+    type_: str,
+    description: str | None = None,
+    scope: str = "shared",
+    agent: str | None = None,
+    author: str | None = None,
+    supersedes: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Fact:
+    """Write one fact note and its MEMORY.md line; optionally supersede an older fact."""
+    name = validate_fact_name(name)
+    if type_ not in FACT_TYPES:
+        raise UsageError(f"unknown fact type {type_!r}", f"use one of: {', '.join(FACT_TYPES)}")
+    if scope not in SCOPES:
+        raise UsageError(f"unknown scope {scope!r}", "use shared or agent")
+    body = text.strip()
+    if not body:
+        raise UsageError("the fact text is empty", "pass the fact as TEXT, or '-' to read stdin")
+    owner = vault.require_agent(agent) if scope == "agent" else None
+    if agent and scope == "shared":
+        vault.require_agent(agent)
+    desc = one_line(description if description else body.splitlines()[0], 10_000, "description")
+    if len(desc) > MAX_DESCRIPTION:
+        if description:
+            raise UsageError(
+                f"the description is {len(desc)} characters long (at most {MAX_DESCRIPTION})",
+                "shorten it",
+            )
+        desc = desc[: MAX_DESCRIPTION - 1].rstrip() + "…"
+
+    with _index_lock(vault):
+        index_path, index_text = _read_index(vault, owner)
+        old: tuple[Path, notes.Note] | None = None
+        if supersedes:
+            old = find_fact(vault, supersedes)
+            notes.require_ok(old[1], old[0])
+        folder = vault.memory_dir(owner)
+        stamp = now_iso()
+        fact_id = _new_id(vault)
+        meta: dict[str, Any] = {
+            "name": name,
+            "description": desc,
+            "type": type_,
+            "id": fact_id,
+            "created": stamp,
+            "updated": stamp,
+            "author": author or owner or "person",
+        }
+        if old is not None:
+            meta["supersedes"] = str(old[1].meta.get("id") or old[0].stem)
+        for key, value in (extra or {}).items():
+            meta.setdefault(key, value)
+        content = notes.render(meta, f"\n{body}\n")
+        base = slugify(name)
+        path = None
+        for n in range(1, 1000):
+            slug = base if n == 1 else f"{base}-{n}"
+            candidate = vault.path(f"{vault.rel(folder)}/{slug}.md")
+            if create_exclusive(candidate, content):
+                path = candidate
+                break
+        if path is None:
+            raise VaultmemError(f"too many facts named {name!r}", "pick a more specific name")
+        try:
+            atomic_write(
+                index_path, _with_line_added(index_text, index_line(vault, path, name, desc))
+            )
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        if old is not None:
+            _mark_inactive(
+                vault,
+                old[0],
+                old[1],
+                {"status": "superseded", "superseded_by": fact_id, "updated": stamp},
+                f"superseded by [[{vault.rel(path).removesuffix('.md')}|{name}]] on {stamp[:10]}",
+            )
+        return _fact_from(vault, path, notes.read(path))
+
+
+def _owner_of(vault: Vault, path: Path) -> str | None:
+    parts = vault.rel(path).split("/")
+    return parts[1] if parts[0] == "agents" and len(parts) > 3 else None
+
+
+def _mark_inactive(
+    vault: Vault, path: Path, note: notes.Note, updates: dict[str, Any], why: str
+) -> None:
+    owner = _owner_of(vault, path)
+    index_path, index_text = _read_index(vault, owner)
+    new_text = notes.set_frontmatter(note.text, updates, path=path)
+    target = vault.rel(path).removesuffix(".md")
+    fallback = index_line(
+        vault,
+        path,
+        str(note.meta.get("name") or path.stem),
+        str(note.meta.get("description") or ""),
+    )
+    atomic_write(path, new_text)
+    atomic_write(index_path, _with_line_retracted(index_text, target, why, fallback))
+
+
+def retract(vault: Vault, ref: str, *, why: str) -> Fact:
+    """Keep the note, mark it retracted, and move its index line under '## Retracted'."""
+    reason = one_line(why, 500, "reason")
+    if not reason:
+        raise UsageError("a retraction needs a reason", "pass --why 'what was wrong'")
+    with _index_lock(vault):
+        path, note = find_fact(vault, ref)
+        notes.require_ok(note, path)
+        stamp = now_iso()
+        _mark_inactive(
+            vault,
+            path,
+            note,
+            {
+                "status": "retracted",
+                "retracted_at": stamp,
+                "retract_reason": reason,
+                "updated": stamp,
+            },
+            f"retracted {stamp[:10]}: {reason}",
+        )
+        return _fact_from(vault, path, notes.read(path))
+
+
+def forget(vault: Vault, ref: str) -> ForgetResult:
+    """Delete the note and its index line: the right-to-be-forgotten path."""
+    with _index_lock(vault):
+        path, note = find_fact(vault, ref)
+        fact = _fact_from(vault, path, note)
+        index_path, index_text = _read_index(vault, _owner_of(vault, path))
+        new_index, removed = _with_line_removed(index_text, vault.rel(path).removesuffix(".md"))
+        if removed is not None:
+            atomic_write(index_path, new_index)
+        path.unlink()
+        return ForgetResult(fact=fact, index_line_removed=removed is not None)
+
+
+def index_targets(vault: Vault, agent: str | None) -> list[tuple[int, str, str]]:
+    """(line number, link target, line) for every wikilink in a MEMORY.md."""
+    path = vault.index_for(agent)
+    if not path.exists():
+        return []
+    out = []
+    for n, line in enumerate(read_text(path, what="memory index").splitlines(), 1):
+        for match in _WIKILINK.finditer(line):
+            out.append((n, match.group(1).strip().removesuffix(".md"), line))
+    return out

@@ -1,0 +1,229 @@
+"""Markdown notes with YAML frontmatter: parse, render, and edit without losing human edits.
+
+A person may reorder keys, add their own, comment them, or write anywhere in the body.
+`set_frontmatter` therefore edits the frontmatter block key by key: the lines of a key vaultmem
+owns are replaced, every other line (keys, comments, blank lines) is kept byte for byte. Only if
+the result would not parse back to the expected mapping (exotic YAML such as anchors shared
+between keys) does it fall back to re-serialising the whole mapping, which still keeps every
+key and value.
+
+PyYAML is imported lazily: `vaultmem append` never parses YAML.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vaultmem.errors import IntegrityError
+from vaultmem.fsio import read_text
+
+_KEY_LINE = re.compile(
+    r"""^(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#\-?:'"{}\[\],&*!|>%@`][^:#]*?|-[^\s:][^:#]*?)\s*:(?:\s|$)"""
+)
+_CLOSERS = ("---", "...")
+
+
+@dataclass(frozen=True)
+class Note:
+    """A parsed note. `meta` is empty when there is no frontmatter or it is broken."""
+
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    body: str = ""
+    body_line: int = 1  # 1-based line of the first body line
+    has_frontmatter: bool = False
+    error: str | None = None  # why the frontmatter could not be parsed
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _yaml() -> Any:
+    import yaml
+
+    return yaml
+
+
+def _loader() -> Any:
+    yaml = _yaml()
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML turns unquoted dates into date objects; agents get ISO strings."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def split_frontmatter(text: str) -> tuple[list[str] | None, str, int]:
+    """Return (frontmatter lines or None, body, 1-based body line). Unclosed → ValueError."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].lstrip("\ufeff").rstrip("\r\n") != "---":
+        return None, text, 1
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n").rstrip() in _CLOSERS:
+            return lines[1:i], "".join(lines[i + 1 :]), i + 2
+    raise ValueError("frontmatter starts with '---' but has no closing '---'")
+
+
+def load_yaml_mapping(source: str) -> dict[str, Any]:
+    yaml = _yaml()
+    try:
+        data = yaml.load(source, Loader=_loader())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (frontmatter line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"broken YAML{where}: {problem}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError("frontmatter is not a list of `key: value` properties")
+    return {str(k): _jsonable(v) for k, v in data.items()}
+
+
+def parse(text: str) -> Note:
+    """Parse a note. Broken frontmatter is reported in `Note.error`, never raised."""
+    try:
+        fm_lines, body, body_line = split_frontmatter(text)
+    except ValueError as exc:
+        return Note(text=text, body=text, has_frontmatter=True, error=str(exc))
+    if fm_lines is None:
+        return Note(text=text, body=body, body_line=body_line)
+    try:
+        meta = load_yaml_mapping("".join(fm_lines))
+    except ValueError as exc:
+        return Note(text=text, body=body, body_line=body_line, has_frontmatter=True, error=str(exc))
+    return Note(text=text, meta=meta, body=body, body_line=body_line, has_frontmatter=True)
+
+
+def read(path: Path) -> Note:
+    """Read and parse a note; not-UTF-8 raises IntegrityError naming the file."""
+    return parse(read_text(path, what="note"))
+
+
+def require_ok(note: Note, path: Path) -> Note:
+    """For commands that must edit a note: broken frontmatter is an IntegrityError."""
+    if note.error:
+        raise IntegrityError(
+            f"{path}: {note.error}",
+            "fix the frontmatter between the '---' lines (Obsidian shows it as properties)",
+        )
+    return note
+
+
+def dump_mapping(meta: dict[str, Any]) -> str:
+    yaml = _yaml()
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    out: str = yaml.dump(
+        meta,
+        Dumper=dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,
+    )
+    return out
+
+
+def render(meta: dict[str, Any], body: str) -> str:
+    """A new note: frontmatter (in the given key order) then body."""
+    head = dump_mapping(meta) if meta else ""
+    if body and not body.startswith("\n"):
+        body = "\n" + body
+    return f"---\n{head}---\n{body}"
+
+
+def _key_of(line: str) -> str | None:
+    if not _KEY_LINE.match(line):
+        return None
+    try:
+        parsed = load_yaml_mapping(line.split(":", 1)[0] + ": null")
+    except ValueError:
+        return None
+    return next(iter(parsed), None)
+
+
+def _blocks(fm_lines: list[str]) -> list[tuple[str | None, list[str]]]:
+    """Split frontmatter lines into (key, lines) blocks; key None for comments/blank/preamble."""
+    starts = [(i, k) for i, line in enumerate(fm_lines) if (k := _key_of(line)) is not None]
+    blocks: list[tuple[str | None, list[str]]] = []
+    if not starts:
+        return [(None, fm_lines)]
+    if starts[0][0] > 0:
+        blocks.append((None, fm_lines[: starts[0][0]]))
+    for n, (start, key) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(fm_lines)
+        chunk = fm_lines[start:end]
+        # trailing blank lines and column-0 comments belong to nobody: keep them in place
+        tail = len(chunk)
+        while tail > 1 and (not chunk[tail - 1].strip() or chunk[tail - 1].startswith("#")):
+            tail -= 1
+        blocks.append((key, chunk[:tail]))
+        if tail < len(chunk):
+            blocks.append((None, chunk[tail:]))
+    return blocks
+
+
+def set_frontmatter(text: str, updates: dict[str, Any], *, path: Path | None = None) -> str:
+    """Set (or, with value None, remove) keys in a note's frontmatter, keeping all else.
+
+    Raises IntegrityError when the existing frontmatter is broken: vaultmem never rewrites a
+    file it cannot read back.
+    """
+    where = path or Path("<note>")
+    note = require_ok(parse(text), where)
+    expected = dict(note.meta)
+    for key, value in updates.items():
+        if value is None:
+            expected.pop(key, None)
+        else:
+            expected[key] = _jsonable(value)
+    if not note.has_frontmatter:
+        return render({k: v for k, v in updates.items() if v is not None}, text)
+
+    fm_lines, body, _ = split_frontmatter(text)
+    assert fm_lines is not None
+    if fm_lines and not fm_lines[-1].endswith("\n"):
+        fm_lines[-1] += "\n"
+    newline = "\r\n" if fm_lines and fm_lines[0].endswith("\r\n") else "\n"
+    pending = dict(updates)
+    out: list[str] = []
+    for block_key, lines in _blocks(fm_lines):
+        if block_key is not None and block_key in pending:
+            value = pending.pop(block_key)
+            if value is not None:
+                out.append(dump_mapping({block_key: value}).replace("\n", newline))
+        else:
+            out.extend(lines)
+    for key, value in pending.items():
+        if value is not None:
+            out.append(dump_mapping({key: value}).replace("\n", newline))
+    head = "".join(out)
+    try:
+        ok = load_yaml_mapping(head) == expected
+    except ValueError:
+        ok = False
+    if not ok:
+        head = dump_mapping(expected) if expected else ""
+    opener = text.splitlines(keepends=True)[0]
+    closer_idx = len(fm_lines) + 1
+    closer = text.splitlines(keepends=True)[closer_idx]
+    return opener + head + closer + body
+
+
+def body_lines(note: Note) -> list[tuple[int, str]]:
+    """Body lines with their 1-based line numbers in the whole file."""
+    return [(note.body_line + i, line) for i, line in enumerate(note.body.splitlines())]

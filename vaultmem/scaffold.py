@@ -1,0 +1,161 @@
+"""`vaultmem init`: create a vault from templates/, or adopt a folder that already holds notes.
+
+Idempotent: running it again adds what is missing (a new agent, a new reviewer, a file someone
+deleted) and never overwrites a file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+from vaultmem.config import CONFIG_NAME, SUPPORTED_LANGUAGES, load_config, parse_config
+from vaultmem.errors import UsageError, VaultError
+from vaultmem.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.memory import now_iso
+from vaultmem.vault import STATE_DIR, Vault, validate_name
+
+
+@dataclass(frozen=True)
+class InitResult:
+    root: str
+    created: tuple[str, ...]  # vault-relative paths of files created now
+    agents_added: tuple[str, ...]
+    reviewers_added: tuple[str, ...]
+    adopted_notes: int  # markdown notes that were already there
+    existed: bool  # a vaultmem.toml was already there
+
+
+def templates_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    packaged = here / "_templates"  # inside the wheel (hatch force-include)
+    return packaged if packaged.is_dir() else here.parent / "templates"
+
+
+def template(template_name: str, **values: str) -> str:
+    return Template((templates_dir() / template_name).read_text(encoding="utf-8")).substitute(
+        values
+    )
+
+
+def _toml_list(names: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(n) for n in names) + "]"
+
+
+def set_toml_names(text: str, key: str, names: list[str]) -> str:
+    """Rewrite one top-level `key = [...]` array in place, keeping every other line."""
+    pattern = re.compile(rf"^{key}\s*=\s*\[[^\]]*\]", re.MULTILINE)
+    line = f"{key} = {_toml_list(names)}"
+    if pattern.search(text):
+        return pattern.sub(line, text, count=1)
+    table = re.search(r"^\[", text, re.MULTILINE)
+    at = table.start() if table else len(text)
+    return text[:at] + line + "\n" + ("\n" if table else "") + text[at:]
+
+
+def _count_notes(root: Path) -> int:
+    return sum(
+        1
+        for p in root.rglob("*.md")
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+
+
+def init_vault(
+    path: Path,
+    *,
+    agents: list[str],
+    reviewers: list[str],
+    language: str | None = None,
+) -> InitResult:
+    for name in agents:
+        validate_name(name, "agent")
+    for name in reviewers:
+        validate_name(name, "reviewer")
+    if language is not None and language not in SUPPORTED_LANGUAGES:
+        raise UsageError(
+            f"language {language!r} is not supported",
+            f"use one of: {', '.join(SUPPORTED_LANGUAGES)}",
+        )
+    if path.exists() and not path.is_dir():
+        raise VaultError(f"{path} is a file, not a folder", "pass a folder for the vault")
+    root = path.resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    adopted = _count_notes(root)
+    config_path = root / CONFIG_NAME
+    existed = config_path.exists()
+
+    if existed:
+        config = load_config(config_path)
+        all_agents = list(config.agents)
+        all_reviewers = list(config.reviewers)
+    else:
+        config = None
+        all_agents, all_reviewers = [], []
+    agents_added = tuple(a for a in dict.fromkeys(agents) if a not in all_agents)
+    reviewers_added = tuple(r for r in dict.fromkeys(reviewers) if r not in all_reviewers)
+    all_agents += agents_added
+    all_reviewers += reviewers_added
+    clash = sorted(set(all_agents) & set(all_reviewers))
+    if clash:
+        raise UsageError(
+            f"{', '.join(clash)} cannot be both an agent and a reviewer",
+            "reviewers are people; agents never approve their own facts",
+        )
+    if not all_agents:
+        raise UsageError("a vault needs at least one agent", "pass --agent NAME")
+
+    if existed:
+        text = read_text(config_path, what="config")
+        new_text = set_toml_names(
+            set_toml_names(text, "agents", all_agents), "reviewers", all_reviewers
+        )
+        parse_config(new_text, config_path)  # never write a config we cannot read back
+        if new_text != text:
+            atomic_write(config_path, new_text)
+    else:
+        atomic_write(
+            config_path,
+            template(
+                "vaultmem.toml",
+                agents=_toml_list(all_agents),
+                reviewers=_toml_list(all_reviewers),
+                language=language or "en",
+            ),
+        )
+
+    vault = Vault.open(root)
+    created: list[str] = [CONFIG_NAME] if not existed else []
+    stamp = now_iso()
+
+    def make(rel: str, content: str) -> None:
+        target = vault.path(rel)
+        if create_exclusive(target, content):
+            created.append(rel)
+
+    make("Start.md", template("Start.md"))
+    make("memory/MEMORY.md", template("memory/MEMORY.md"))
+    for rel in ("nexus/live-context.md", "nexus/project-state.md", "nexus/decisions.md"):
+        make(rel, template(rel))
+    make(".gitignore", template("gitignore"))
+    make(".gitattributes", template("gitattributes"))
+    make(".obsidian/app.json", template("obsidian/app.json"))
+    make(".obsidian/core-plugins.json", template("obsidian/core-plugins.json"))
+    for agent in all_agents:
+        make(
+            f"agents/{agent}/IDENTITY.md", template("agent/IDENTITY.md", name=agent, created=stamp)
+        )
+        make(f"agents/{agent}/MEMORY.md", template("agent/MEMORY.md", name=agent))
+    (root / STATE_DIR).mkdir(exist_ok=True)
+
+    return InitResult(
+        root=str(root),
+        created=tuple(created),
+        agents_added=agents_added,
+        reviewers_added=reviewers_added,
+        adopted_notes=adopted,
+        existed=existed,
+    )

@@ -1,0 +1,193 @@
+"""The vault: how it is found, where things live in it, and the one safe-path function.
+
+Every path vaultmem writes goes through `Vault.path()`, which refuses absolute names, `..`,
+NUL bytes and symlinks that lead out of the vault.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+from vaultmem.config import CONFIG_NAME, Config, load_config
+from vaultmem.errors import (
+    PathOutsideVaultError,
+    UnknownAgentError,
+    UsageError,
+    VaultNotFoundError,
+)
+
+STATE_DIR = ".vaultmem"
+AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+
+MEMORY_DIR = "memory"
+MEMORY_INDEX = "MEMORY.md"
+AGENTS_DIR = "agents"
+NEXUS_DIR = "nexus"
+IDENTITY = "IDENTITY.md"
+
+
+def validate_name(name: str, what: str = "agent") -> str:
+    """Agent and reviewer names: lowercase letters, digits, `-`, `_`; at most 40 characters."""
+    if not AGENT_NAME_RE.match(name):
+        raise UsageError(
+            f"invalid {what} name {name!r}",
+            "use lowercase letters, digits, '-' and '_' (at most 40, starting with a letter or digit)",
+        )
+    return name
+
+
+def find_vault(explicit: str | Path | None, start: Path | None = None) -> Path:
+    """`--vault` / VAULTMEM_VAULT if given (passed in as `explicit`), else walk up to vaultmem.toml."""
+    if explicit:
+        root = Path(explicit).expanduser()
+        if not (root / CONFIG_NAME).is_file():
+            raise VaultNotFoundError(
+                f"no vault at {root} (no {CONFIG_NAME})",
+                f"create one with: vaultmem init {root} --agent NAME",
+            )
+        return root.resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    raise VaultNotFoundError(
+        f"no vault found in {here} or any parent folder",
+        "pass --vault PATH, set VAULTMEM_VAULT, or create one with: vaultmem init PATH --agent NAME",
+    )
+
+
+@dataclass(frozen=True)
+class Vault:
+    """An open vault: its root, its settings and its layout."""
+
+    root: Path
+    config: Config
+
+    @classmethod
+    def open(cls, explicit: str | Path | None = None, start: Path | None = None) -> Vault:
+        root = find_vault(explicit, start)
+        return cls(root=root, config=load_config(root / CONFIG_NAME))
+
+    # --- safe paths ---------------------------------------------------------------------
+
+    @cached_property
+    def real_root(self) -> Path:
+        return self.root.resolve()
+
+    def path(self, rel: str | PurePosixPath) -> Path:
+        """Resolve a vault-relative name to a path that is guaranteed to stay inside the vault."""
+        text = str(rel)
+        if "\x00" in text:
+            raise PathOutsideVaultError(f"path {text!r} contains a NUL byte", "use a plain name")
+        if "\\" in text:
+            raise PathOutsideVaultError(
+                f"path {text!r} contains a backslash", "use '/' between folders"
+            )
+        parts = PurePosixPath(text).parts
+        if not text or PurePosixPath(text).is_absolute() or text.startswith("~"):
+            raise PathOutsideVaultError(
+                f"path {text!r} is not relative to the vault",
+                "name files relative to the vault root",
+            )
+        if any(part == ".." for part in parts):
+            raise PathOutsideVaultError(f"path {text!r} climbs out with '..'", "remove the '..'")
+        candidate = self.root.joinpath(*parts)
+        # Resolve symlinks on the way (including the file itself): the real location must be
+        # inside the vault's real root, so a link pointing elsewhere is never written through.
+        real = candidate.resolve()
+        if real != self.real_root and self.real_root not in real.parents:
+            raise PathOutsideVaultError(
+                f"path {text!r} leads outside the vault (through a symlink to {real})",
+                "vaultmem never writes outside the vault; replace the symlink with a folder",
+            )
+        return candidate
+
+    def rel(self, path: Path) -> str:
+        """A path as shown to people and agents: relative to the vault root, with '/'."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.resolve().relative_to(self.real_root).as_posix()
+
+    # --- layout -------------------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def memory_index(self) -> Path:
+        return self.root / MEMORY_DIR / MEMORY_INDEX
+
+    def agent_dir(self, agent: str) -> Path:
+        return self.path(f"{AGENTS_DIR}/{validate_name(agent)}")
+
+    def identity(self, agent: str) -> Path:
+        return self.agent_dir(agent) / IDENTITY
+
+    def agent_memory_index(self, agent: str) -> Path:
+        return self.agent_dir(agent) / MEMORY_INDEX
+
+    def memory_dir(self, agent: str | None = None) -> Path:
+        """Where facts live: `memory/` (shared) or `agents/<agent>/memory/`."""
+        return self.root / MEMORY_DIR if agent is None else self.agent_dir(agent) / MEMORY_DIR
+
+    def index_for(self, agent: str | None = None) -> Path:
+        return self.memory_index if agent is None else self.agent_memory_index(agent)
+
+    def bank_dir(self, agent: str) -> Path:
+        return self.agent_dir(agent) / "bank"
+
+    def checkpoint(self, agent: str) -> Path:
+        return self.agent_dir(agent) / "checkpoint.md"
+
+    @property
+    def nexus(self) -> Path:
+        return self.root / NEXUS_DIR
+
+    @property
+    def live_context(self) -> Path:
+        return self.nexus / "live-context.md"
+
+    @property
+    def project_state(self) -> Path:
+        return self.nexus / "project-state.md"
+
+    @property
+    def decisions(self) -> Path:
+        return self.nexus / "decisions.md"
+
+    # --- agents -------------------------------------------------------------------------
+
+    def known_agents(self) -> tuple[str, ...]:
+        """Agents listed in vaultmem.toml, plus any with an identity file under agents/."""
+        found = list(self.config.agents)
+        folder = self.root / AGENTS_DIR
+        if folder.is_dir():
+            for child in sorted(folder.iterdir()):
+                if (
+                    child.name not in found
+                    and AGENT_NAME_RE.match(child.name)
+                    and (child / IDENTITY).is_file()
+                ):
+                    found.append(child.name)
+        return tuple(found)
+
+    def require_agent(self, agent: str | None) -> str:
+        """The agent named by --agent / VAULTMEM_AGENT; exit 4 listing the known ones."""
+        known = self.known_agents()
+        if not agent:
+            raise UsageError(
+                "this command needs an agent",
+                f"pass --agent NAME or set VAULTMEM_AGENT (known: {', '.join(known) or 'none'})",
+            )
+        validate_name(agent)
+        if agent not in known:
+            raise UnknownAgentError(
+                f"unknown agent {agent!r}",
+                f"known agents: {', '.join(known) or 'none'}; add one with: vaultmem init --agent {agent}",
+            )
+        return agent
