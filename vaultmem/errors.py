@@ -99,3 +99,23 @@ class RefusedError(VaultmemError):
 
 class PathOutsideVaultError(RefusedError):
     pass
+
+
+class SecretRefusedError(RefusedError):
+    """Text held a credential and the vault's `[secrets] policy` is "refuse"."""
+
+
+class SigningKeyMissingError(RefusedError):
+    """An append would be unsigned and the vault refuses unsigned entries."""
+
+
+class EntryNotFoundError(NotFoundError):
+    """A log entry or decision id that was asked for does not exist."""
+
+
+class ReviewRefusedError(RefusedError):
+    """The review gate refused: an agent acting, an unknown reviewer, or self-approval."""
+
+
+class LLMError(UnavailableError):
+    """The language model could not be used: no key, rejected key, API error, bad reply."""
