@@ -1,0 +1,160 @@
+"""Credential scanner for text agents write into the vault (log entries, decisions, facts).
+
+`scan(text)` finds credentials; `apply_policy(text, policy)` replaces each one with a visible
+`[redacted:<kind>]` marker (policy "redact", the default) or refuses the write (policy "refuse",
+`SecretRefusedError`, exit 8). A Finding never carries the secret itself, only its kind, where it
+was and a masked preview: findings end up in warnings and JSON, and keys must not leak that way.
+
+The patterns aim at what agents actually paste: provider API keys, cloud keys, tokens, private-key
+blocks and `password=`-style assignments. They prefer a false positive on a key-shaped string over
+a leaked credential; prose ("the password is set in the vault") is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from vaultmem.errors import ConfigError, SecretRefusedError
+
+POLICIES = ("redact", "refuse")
+
+__all__ = ["Finding", "SecretRefusedError", "apply_policy", "describe", "redact", "scan"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # "anthropic-key", "aws-access-key", "github-token", "private-key", "password", ...
+    start: int  # character offsets of the secret in the scanned text
+    end: int
+    line: int  # 1-based line of the start
+    preview: str  # masked: the first characters and the length, never the whole secret
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "line": self.line, "preview": self.preview}
+
+
+# Order matters: the first pattern that claims a span wins (anthropic before the generic `sk-`).
+# Group "v", when present, is the secret; otherwise the whole match is.
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
+            re.DOTALL,
+        ),
+    ),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
+    ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})")),
+    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    (
+        "jwt",
+        re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
+    ),
+    (
+        "aws-secret-key",
+        re.compile(
+            r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+=]{40})\b"
+        ),
+    ),
+    (
+        "password",
+        re.compile(
+            r"(?i)\b(?:[a-z0-9_\-]*_)?(?:password|passwd|pwd|passphrase|secret|api_?key|apikey"
+            r"|access_?token|auth_?token|token|client_?secret|private_?key)\b[\"']?"
+            r"[ \t]*(?:=|:(?=[ \t]*[\"'\S]))[ \t]*"
+            r"(?P<v>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"',;)\]}]{4,})"
+        ),
+    ),
+    (
+        "url-credentials",
+        re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<v>[^\s@/]{3,})@[^\s/]+", re.IGNORECASE),
+    ),
+)
+
+# values of `password=` that are clearly not secrets: placeholders, references, redactions
+_PLACEHOLDER = re.compile(
+    r"""^["']?(?:\[redacted[:\]]|\$\{?|<|%\(|\{\{|\*+["']?$|x+["']?$|\.\.\.|…|os\.environ
+    |getenv|env\(|process\.env|none["']?$|null["']?$|true["']?$|false["']?$|required["']?$
+    |changeme["']?$|redacted["']?$|secret["']?$|password["']?$)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _mask(secret: str) -> str:
+    shown = secret[:4] if len(secret) > 12 else secret[:2]
+    return f"{shown}… ({len(secret)} chars)"
+
+
+def scan(text: str) -> list[Finding]:
+    """Every credential found in `text`, in order of position, without overlaps."""
+    taken: list[tuple[int, int]] = []
+    found: list[Finding] = []
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            if "v" in pattern.groupindex and match.group("v") is not None:
+                start, end = match.span("v")
+            else:
+                start, end = match.span()
+            value = text[start:end]
+            if kind == "password" and (_PLACEHOLDER.match(value) or value.startswith("[")):
+                continue
+            if any(start < b and a < end for a, b in taken):
+                continue
+            taken.append((start, end))
+            line = text.count("\n", 0, start) + 1
+            found.append(Finding(kind, start, end, line, _mask(value)))
+    found.sort(key=lambda f: f.start)
+    return found
+
+
+def redact(text: str, findings: list[Finding]) -> str:
+    """Replace each finding with a visible `[redacted:<kind>]` marker."""
+    out: list[str] = []
+    pos = 0
+    for f in sorted(findings, key=lambda f: f.start):
+        out.append(text[pos : f.start])
+        out.append(f"[redacted:{f.kind}]")
+        pos = f.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def describe(findings: list[Finding]) -> str:
+    """`aws-access-key (line 1), password (line 3)`: for warnings and errors."""
+    return ", ".join(f"{f.kind} (line {f.line})" for f in findings)
+
+
+def check_policy(policy: str) -> str:
+    if policy not in POLICIES:
+        raise ConfigError(
+            f"unknown [secrets] policy {policy!r}",
+            f'set policy = "redact" or "refuse" in vaultmem.toml (known: {", ".join(POLICIES)})',
+        )
+    return policy
+
+
+def apply_policy(text: str, policy: str, *, what: str = "text") -> tuple[str, list[Finding]]:
+    """Return (text with every secret redacted, findings); raise under policy "refuse".
+
+    The caller warns about the findings (stderr) when the text was redacted.
+    """
+    check_policy(policy)
+    findings = scan(text)
+    if not findings:
+        return text, []
+    if policy == "refuse":
+        raise SecretRefusedError(
+            f"the {what} contains what looks like a credential: {describe(findings)}; nothing was written",
+            "remove the secret (store it in a secret manager and refer to it by name); "
+            'or set [secrets] policy = "redact" to write it with the secret redacted',
+        )
+    return redact(text, findings), findings
