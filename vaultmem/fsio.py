@@ -27,7 +27,8 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_error(path: Path, exc: OSError) -> VaultmemError:
+def write_error(path: Path, exc: OSError) -> VaultmemError:
+    """Translate an OSError from writing `path` into a VaultmemError that says what to do."""
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return NotWritableError(
             f"cannot write {path}: {exc.strerror}",
@@ -58,7 +59,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         fsync_dir(path.parent)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise _write_error(path, exc) from exc
+        raise write_error(path, exc) from exc
 
 
 def create_exclusive(path: Path, data: str) -> bool:
@@ -83,7 +84,7 @@ def create_exclusive(path: Path, data: str) -> bool:
         return True
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise _write_error(path, exc) from exc
+        raise write_error(path, exc) from exc
 
 
 def append_durable(path: Path, data: bytes) -> None:
@@ -99,7 +100,7 @@ def append_durable(path: Path, data: bytes) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
-        raise _write_error(path, exc) from exc
+        raise write_error(path, exc) from exc
 
 
 def read_text(path: Path, *, what: str = "file") -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from vaultmem.errors import LockTimeoutError
+from vaultmem.fsio import write_error
 
 _POLL_START = 0.001
 _POLL_MAX = 0.05
@@ -53,6 +54,14 @@ else:  # pragma: no cover - exercised on Windows only
         portalocker.unlock(fh)
 
 
+def _open(path: Path) -> IO[bytes]:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "a+b")
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+
+
 def lock_path(state_dir: Path, name: str) -> Path:
     return state_dir / "locks" / f"{name}.lock"
 
@@ -63,8 +72,7 @@ def exclusive(path: Path, timeout: float, *, what: str) -> Iterator[None]:
 
     Polls with a growing back-off instead of blocking, so a stuck holder can never hang us.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+b")  # noqa: SIM115 - closed in finally
+    fh = _open(path)
     try:
         deadline = time.monotonic() + timeout
         pause = _POLL_START
@@ -93,8 +101,7 @@ def exclusive(path: Path, timeout: float, *, what: str) -> Iterator[None]:
 
 def try_exclusive(path: Path) -> IO[bytes] | None:
     """Take the lock without waiting; return the open handle (release with `release`) or None."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+b")  # noqa: SIM115 - returned to the caller
+    fh = _open(path)
     if _try_lock(fh):
         return fh
     fh.close()

@@ -8,14 +8,19 @@ stdout. `--debug` (anywhere on the line) or VAULTMEM_DEBUG=1 adds the traceback,
 from __future__ import annotations
 
 import sys
-import traceback
 
 import typer
 
 from vaultmem.cli import cmd_bank, cmd_core, cmd_log, cmd_memory, cmd_recall  # noqa: F401  (registers commands)
 from vaultmem.cli.base import app, emit_json
 from vaultmem.config import env_debug
-from vaultmem.errors import EXIT_UNEXPECTED, EXIT_USAGE, VaultmemError
+from vaultmem.errors import EXIT_UNEXPECTED, EXIT_USAGE, EXIT_VAULT, VaultmemError
+
+
+def _print_traceback() -> None:
+    import traceback  # only on the error path: it costs ~4 ms to import
+
+    traceback.print_exc()
 
 
 def _split_flags(argv: list[str]) -> tuple[list[str], bool, bool]:
@@ -46,7 +51,7 @@ def run(argv: list[str] | None = None) -> None:
         result = app(args=args, prog_name="vaultmem", standalone_mode=False)
     except VaultmemError as exc:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         _fail(exc.exit_code, exc.kind, exc.message, exc.hint, as_json)
     except typer.TyperException as exc:  # usage errors from the command-line parser
         code = int(getattr(exc, "exit_code", EXIT_USAGE))
@@ -68,9 +73,19 @@ def run(argv: list[str] | None = None) -> None:
         # the reader went away (`vaultmem log | head`): not an error worth a traceback
         sys.stderr.close()
         raise SystemExit(EXIT_UNEXPECTED) from None
+    except PermissionError as exc:  # a write that no core function translated
+        if debug:
+            _print_traceback()
+        _fail(
+            EXIT_VAULT,
+            "NotWritableError",
+            f"cannot write {exc.filename}: {exc.strerror}",
+            "the vault (or this file) is read-only; check its permissions",
+            as_json,
+        )
     except Exception as exc:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         _fail(
             EXIT_UNEXPECTED,
             type(exc).__name__,

@@ -1,0 +1,113 @@
+"""Start-up cost of the commands agents run on every turn, as whole processes.
+
+Prints medians over N runs (default 20) of `vaultmem --help`, `read` and `status` on
+example-vault/, next to a trivial three-command typer app and a bare `python -c pass`, all in
+this interpreter's environment and measured in one run, plus the ratios.
+
+    python bench/startup.py [--runs 20]
+
+PYTHONDONTWRITEBYTECODE is removed from the children's environment and everything is
+byte-compiled first: otherwise every run recompiles and the figures double.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VAULT = REPO / "example-vault"
+
+TRIVIAL_APP = """
+import typer
+
+app = typer.Typer()
+
+
+@app.command()
+def read(agent: str = "x", json: bool = False) -> None:
+    print(agent)
+
+
+@app.command()
+def status() -> None:
+    print("ok")
+
+
+@app.command()
+def append(summary: str) -> None:
+    print(summary)
+
+
+app()
+"""
+
+
+def median_ms(cmd: list[str], runs: int, env: dict[str, str]) -> float:
+    samples = []
+    for _ in range(runs + 1):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True)
+        samples.append((time.perf_counter() - start) * 1000)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-500:]}")
+    return statistics.median(samples[1:])  # the first run warms the file cache
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.pop("VAULTMEM_VAULT", None)
+    env.pop("VAULTMEM_AGENT", None)
+    compileall.compile_dir(str(REPO / "vaultmem"), quiet=1)
+    compileall.compile_dir(sysconfig.get_paths()["purelib"], quiet=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        app = Path(tmp) / "trivial_typer_app.py"
+        app.write_text(TRIVIAL_APP)
+        py = sys.executable
+        vm = [py, "-m", "vaultmem"]
+        base = {
+            "python -c pass": [py, "-c", "pass"],
+            "trivial typer app": [py, str(app), "read", "--agent", "ella"],
+        }
+        cases = {
+            "vaultmem --help": [*vm, "--help"],
+            "vaultmem read": [*vm, "read", "--vault", str(VAULT), "--agent", "ella", "--peek"],
+            "vaultmem read --json": [
+                *vm,
+                "read",
+                "--vault",
+                str(VAULT),
+                "--agent",
+                "ella",
+                "--peek",
+                "--json",
+            ],
+            "vaultmem status": [*vm, "status", "--vault", str(VAULT)],
+        }
+        help_probe = subprocess.run(
+            [*vm, "read", "--help"], env=env, capture_output=True, text=True
+        )
+        if "--peek" not in help_probe.stdout:  # before the shared-state layer, read has no --peek
+            for key in ("vaultmem read", "vaultmem read --json"):
+                cases[key] = [c for c in cases[key] if c != "--peek"]
+        results = {name: median_ms(cmd, args.runs, env) for name, cmd in {**base, **cases}.items()}
+    bare, typer_floor = results["python -c pass"], results["trivial typer app"]
+    print(f"medians over {args.runs} runs (ms); Python {sys.version.split()[0]}")
+    print(f"{'command':<24}{'median':>10}{'× typer app':>14}{'× python -c pass':>18}")
+    for name, ms in results.items():
+        print(f"{name:<24}{ms:>10.1f}{ms / typer_floor:>14.2f}{ms / bare:>18.2f}")
+
+
+if __name__ == "__main__":
+    main()

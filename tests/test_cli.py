@@ -1,0 +1,270 @@
+"""The CLI contract: exit codes, --json shapes, stdout for data and stderr for diagnostics."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from _readonly import read_only
+from conftest import run_cli, run_proc
+
+from vaultmem.errors import (
+    EXIT_INTEGRITY,
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    EXIT_VAULT,
+)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and ".vaultmem" not in p.parts
+    }
+
+
+def test_read_text_and_json(vault: Path) -> None:
+    res = run_cli("read", "--vault", str(vault), "--agent", "ella")
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.startswith("# Session context for ella")
+    assert "Ella is the backend engineer" in res.stdout
+    assert "[[memory/project-orbit|Project Orbit]]" in res.stdout
+    res = run_cli("read", "--vault", str(vault), "--agent", "ella", "--json")
+    data = json.loads(res.stdout)
+    assert data["agent"] == "ella"
+    assert data["sections"]["identity"]["data"]["role"] == "backend engineer"
+    assert any("project-orbit" in line for line in data["sections"]["memory"]["data"]["entries"])
+    assert any(
+        "test-suite-rules" in line for line in data["sections"]["agent_memory"]["data"]["entries"]
+    )
+
+
+def test_env_vars_select_vault_and_agent(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VAULTMEM_VAULT", str(vault))
+    monkeypatch.setenv("VAULTMEM_AGENT", "lyra")
+    res = run_cli("read", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["agent"] == "lyra"
+
+
+def test_vault_found_from_cwd(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(vault / "wiki")
+    assert run_cli("status", "--json").exit_code == 0
+
+
+def test_unknown_agent_exit_4_lists_known(vault: Path) -> None:
+    res = run_cli("read", "--vault", str(vault), "--agent", "bob")
+    assert res.exit_code == EXIT_NOT_FOUND
+    assert res.stdout == ""
+    assert "unknown agent 'bob'" in res.stderr and "ella, lyra" in res.stderr
+
+
+def test_json_error_shape(vault: Path) -> None:
+    res = run_cli("read", "--vault", str(vault), "--agent", "bob", "--json")
+    assert res.exit_code == EXIT_NOT_FOUND
+    err = json.loads(res.stdout)["error"]
+    assert err["type"] == "UnknownAgentError" and "bob" in err["message"]
+
+
+def test_unknown_vault_exit_3(tmp_path: Path) -> None:
+    res = run_cli("status", "--vault", str(tmp_path / "nowhere"))
+    assert res.exit_code == EXIT_VAULT
+    assert "no vault at" in res.stderr and "vaultmem init" in res.stderr
+
+
+def test_no_vault_anywhere_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = run_cli("read", "--agent", "ella")
+    assert res.exit_code == EXIT_VAULT and "no vault found" in res.stderr
+
+
+def test_broken_config_exit_3(vault: Path) -> None:
+    (vault / "vaultmem.toml").write_text("agents = [\n")
+    res = run_cli("status", "--vault", str(vault))
+    assert res.exit_code == EXIT_VAULT and "vaultmem.toml" in res.stderr
+
+
+def test_invalid_agent_name_exit_2(tmp_path: Path) -> None:
+    res = run_cli("init", str(tmp_path / "v"), "--agent", "Bad Name")
+    assert res.exit_code == EXIT_USAGE and "invalid agent name 'Bad Name'" in res.stderr
+    assert not (tmp_path / "v").exists() or not any((tmp_path / "v").iterdir())
+
+
+def test_usage_error_exit_2_and_json(vault: Path) -> None:
+    res = run_cli("remember", "text", "--vault", str(vault))
+    assert res.exit_code == EXIT_USAGE
+    res = run_cli("remember", "text", "--vault", str(vault), "--json")
+    assert res.exit_code == EXIT_USAGE and json.loads(res.stdout)["error"]["type"] == "UsageError"
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "a/b", "x\x00y", "n" * 300])
+def test_bad_fact_name_changes_nothing(vault: Path, name: str) -> None:
+    before = snapshot(vault)
+    res = run_cli("remember", "t", "--name", name, "--type", "fact", "--vault", str(vault))
+    assert res.exit_code == EXIT_USAGE
+    assert "fact name" in res.stderr and res.stdout == ""
+    assert snapshot(vault) == before
+
+
+def test_remember_memories_retract_forget_roundtrip(vault: Path) -> None:
+    v = ["--vault", str(vault)]
+    res = run_cli(
+        "remember",
+        "-",
+        "--name",
+        "From stdin",
+        "--type",
+        "fact",
+        *v,
+        "--json",
+        stdin="Piped fact.\n",
+    )
+    assert res.exit_code == 0, res.stderr
+    fact = json.loads(res.stdout)
+    assert fact["text"] == "Piped fact." and fact["path"] == "memory/from-stdin.md"
+    listed = json.loads(run_cli("memories", *v, "--json", "--type", "fact").stdout)["facts"]
+    assert fact["id"] in {f["id"] for f in listed}
+    assert run_cli("memories", *v).exit_code == 0
+    res = run_cli("retract", fact["id"], "--why", "no longer true", *v, "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["status"] == "retracted"
+    active = json.loads(run_cli("memories", *v, "--json").stdout)["facts"]
+    assert fact["id"] not in {f["id"] for f in active}
+    res = run_cli("forget", fact["id"], *v)
+    assert res.exit_code == 0 and "forgot" in res.stdout
+    res = run_cli("forget", fact["id"], *v)
+    assert res.exit_code == EXIT_NOT_FOUND and "no fact" in res.stderr
+
+
+def test_broken_yaml_fact_exit_5_names_file(vault: Path) -> None:
+    path = vault / "memory/project-orbit.md"
+    path.write_text("---\nname: [oops\n---\nx\n")
+    before = snapshot(vault)
+    res = run_cli("retract", "project-orbit", "--why", "x", "--vault", str(vault))
+    assert res.exit_code == EXIT_INTEGRITY
+    assert "memory/project-orbit.md" in res.stderr and "broken YAML" in res.stderr
+    assert snapshot(vault) == before
+    status = json.loads(run_cli("status", "--vault", str(vault), "--json").stdout)
+    assert {"path": "memory/project-orbit.md", "kind": "broken-frontmatter"}.items() <= status[
+        "problems"
+    ][0].items()
+
+
+def test_mangled_memory_index_exit_5(vault: Path) -> None:
+    (vault / "memory/MEMORY.md").write_bytes(b"# Memory\n- [[memory/x|X]] \xc3\x28 broken\n")
+    before = snapshot(vault)
+    res = run_cli("remember", "t", "--name", "T", "--type", "fact", "--vault", str(vault))
+    assert res.exit_code == EXIT_INTEGRITY and "MEMORY.md" in res.stderr and "UTF-8" in res.stderr
+    assert snapshot(vault) == before
+
+
+def test_identity_not_utf8_exit_5(vault: Path) -> None:
+    (vault / "agents/ella/IDENTITY.md").write_bytes(b"---\nname: ella\n---\nEll\xe0\n")
+    res = run_cli("read", "--vault", str(vault), "--agent", "ella")
+    assert res.exit_code == EXIT_INTEGRITY
+    assert "agents/ella/IDENTITY.md" in res.stderr and "UTF-8" in res.stderr
+
+
+def test_read_only_vault_exit_3(vault: Path) -> None:
+    before = snapshot(vault)
+    with read_only(vault):
+        res = run_cli("remember", "t", "--name", "T", "--type", "fact", "--vault", str(vault))
+    assert res.exit_code == EXIT_VAULT, res.stderr
+    assert "read-only" in res.stderr
+    assert snapshot(vault) == before
+
+
+def test_debug_shows_traceback(vault: Path) -> None:
+    res = run_cli("--debug", "read", "--vault", str(vault), "--agent", "bob")
+    assert res.exit_code == EXIT_NOT_FOUND and "Traceback" in res.stderr
+    res = run_cli("read", "--vault", str(vault), "--agent", "bob")
+    assert "Traceback" not in res.stderr
+
+
+def test_init_twice_reports_nothing_missing(tmp_path: Path) -> None:
+    target = str(tmp_path / "v")
+    assert run_cli("init", target, "--agent", "ella").exit_code == 0
+    res = run_cli("init", target, "--agent", "ella", "--json")
+    data = json.loads(res.stdout)
+    assert data["existed"] and data["agents_added"] == []
+
+
+def test_status_human_output(vault: Path) -> None:
+    res = run_cli("status", "--vault", str(vault))
+    assert res.exit_code == 0 and "ella" in res.stdout and "No problems found" in res.stdout
+
+
+def test_every_command_accepts_common_options() -> None:
+    """--vault, --agent and --json after the name, on every command and subcommand."""
+    import typer.main
+
+    from vaultmem.cli.app import app
+
+    root = typer.main.get_command(app)
+    missing = []
+
+    def walk(cmd: object, path: str) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, f"{path} {name}")
+            return
+        opts = {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])}
+        for needed in ("--vault", "--agent", "--json"):
+            if needed not in opts:
+                missing.append(f"{path.strip()}: {needed}")
+
+    walk(root, "")
+    assert not missing
+
+
+def test_every_command_help_ends_with_example() -> None:
+    import typer.main
+
+    from vaultmem.cli.app import app
+
+    root = typer.main.get_command(app)
+    lacking = []
+
+    def walk(cmd: object, path: str) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, f"{path} {name}")
+            if not path:
+                return
+        epilog = getattr(cmd, "epilog", None) or ""
+        if path and not subs and "vaultmem" not in epilog:
+            lacking.append(path.strip())
+
+    walk(root, "")
+    assert not lacking
+
+
+def test_python_m_vaultmem_runs(vault: Path) -> None:
+    proc = run_proc("read", "--vault", str(vault), "--agent", "ella", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["agent"] == "ella"
+
+
+def test_read_imports_nothing_heavy(vault: Path) -> None:
+    code = (
+        "import sys\n"
+        "from vaultmem.cli.app import run\n"
+        "try:\n"
+        f"    run(['read', '--vault', {str(vault)!r}, '--agent', 'ella'])\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "heavy = ('whoosh', 'anthropic', 'mcp', 'watchdog', 'rich.markdown', 'portalocker')\n"
+        "print('LOADED:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in heavy[:4] or m in heavy)))\n"
+    )
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ)
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = proc.stdout.rsplit("LOADED:", 1)[1].strip()
+    assert loaded == ""
