@@ -217,7 +217,7 @@ def fact_files(vault: Vault) -> Iterator[tuple[Path, str | None]]:
 def list_facts(
     vault: Vault, *, type_: str | None = None, include_inactive: bool = True
 ) -> list[Fact]:
-    """All readable facts. Files that cannot be parsed are skipped here and reported by status."""
+    """All readable facts, oldest first. Unparseable files are skipped here; status reports them."""
     out = []
     for path, _agent in fact_files(vault):
         try:
@@ -232,6 +232,7 @@ def list_facts(
         if not include_inactive and fact.status != "active":
             continue
         out.append(fact)
+    out.sort(key=lambda f: (f.created, f.path))
     return out
 
 

@@ -18,7 +18,6 @@ from vaultmem.config import ENV_AGENT, ENV_VAULT
 
 app = typer.Typer(
     name="vaultmem",
-    help="Durable, shared memory for AI agents, in a markdown vault people open in Obsidian.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -51,6 +50,30 @@ JsonOpt = Annotated[
     bool,
     typer.Option("--json", help="Machine-readable output on stdout.", rich_help_panel=COMMON),
 ]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from vaultmem import __version__
+
+        sys.stdout.write(f"vaultmem {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Durable, shared memory for AI agents, in a markdown vault people open in Obsidian.
+
+    Agents: `read` before answering, `append` after each significant turn, `recall` to search.
+    People: open the vault in Obsidian, review proposals with `promote`.
+    """
 
 
 def example(*lines: str) -> str:
