@@ -1,0 +1,1106 @@
+"""The search index: derived entirely from the vault's markdown files, never stale.
+
+This is the only module that imports whoosh, and it imports it lazily (inside functions), so
+`vaultmem status` can read the index's problem list without paying for whoosh.
+
+Layout under `.vaultmem/index/`:
+
+- `manifest.json`: the files the index was built from (path -> size, mtime_ns, a content hash
+  when size and mtime cannot be trusted, problems found in the file), the whoosh generation
+  in use, the vault language and the schema version. Written atomically *after* the whoosh
+  commit, so a crash in between only makes the next refresh redo some files (idempotent:
+  every file's documents are deleted by path before they are added again).
+- `g-<hex>/`: one whoosh index ("generation"). A rebuild writes a new generation and then
+  switches the manifest to it, so searchers never see a half-built index.
+- `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
+- `heartbeat.json`: written by `vaultmem watch` while it keeps the index current.
+
+Freshness without a daemon: `refresh()` walks the vault with `os.scandir` (one stat per file),
+compares with the manifest and reindexes only what was added, changed or removed. Refreshes
+are serialised by a lock file; a recall that cannot get the lock at once searches the last
+committed index and says so, instead of waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from vaultmem import notes
+from vaultmem.errors import LockTimeoutError
+from vaultmem.fsio import atomic_write
+from vaultmem.locking import exclusive, lock_path, release, try_exclusive
+from vaultmem.vault import Vault
+
+SCHEMA_VERSION = 3
+INDEX_DIR = "index"
+MANIFEST = "manifest.json"
+PROBLEMS = "problems.json"
+HEARTBEAT = "heartbeat.json"
+HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
+# A file whose mtime is this close to the moment it was read may be rewritten within the
+# same mtime tick without its size changing; such entries carry a content hash (cf. git's
+# "racily clean" entries).
+RACY_NS = 2_000_000_000
+BINARY_SNIFF = 8192
+
+KINDS = ("memory", "identity", "log", "decision", "checkpoint", "bank", "state", "note")
+HIDDEN_STATUSES = frozenset({"retracted", "superseded", "rejected", "expired", "duplicate"})
+# text fields searched by plain words, with their query-time boosts
+TEXT_FIELDS: dict[str, float] = {
+    "title": 2.5,
+    "heading": 1.5,
+    "desc": 1.5,
+    "tags": 1.5,
+    "body": 1.0,
+}
+ProgressFn = Callable[[int, int], None]
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+# Long sections are indexed as passages of about this many lines, so a hit points at the
+# lines that matter and a long page does not drown short ones.
+PASSAGE_LINES = 40
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    path: str
+    kind: str  # broken-frontmatter, bad-encoding, truncated, binary, symlink-outside, unreadable
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """What the freshness check did before a search (part of the `recall --json` contract)."""
+
+    files: int  # markdown files in the index after this check
+    refreshed: int  # files (re)indexed now: added or changed
+    removed: int  # files dropped from the index now
+    checked_by: str  # "walk" (stat walk vs manifest) or "watcher" (trusted its heartbeat)
+    stale: bool  # True when changes were seen but another process held the refresh lock
+    rebuilt: bool  # True when the index was (re)built from scratch
+    age_seconds: float  # since the index last matched the files
+    refreshed_at: str  # ISO time the index last matched the files
+    duration_ms: float
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["warnings"] = list(self.warnings)
+        return out
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One searchable unit: a note section (or passage of one), a log entry, a decision."""
+
+    path: str
+    kind: str
+    title: str
+    heading: str
+    body: str
+    line_start: int
+    line_end: int
+    desc: str = ""
+    tags: str = ""
+    type: str = ""
+    agent: str = ""
+    date: str = ""
+    status: str = ""
+    id: str = ""
+    hidden: bool = False
+    valid_until: str = ""
+
+
+@dataclass
+class _Entry:
+    size: int
+    mtime_ns: int
+    hash: str | None = None
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    def dump(self) -> list[Any]:
+        return [self.size, self.mtime_ns, self.hash, self.problems]
+
+    @classmethod
+    def load(cls, raw: list[Any]) -> _Entry:
+        return cls(int(raw[0]), int(raw[1]), raw[2], [(str(k), str(m)) for k, m in raw[3]])
+
+
+@dataclass
+class _Manifest:
+    generation: str
+    language: str
+    refreshed_at: float
+    files: dict[str, _Entry]
+    skipped: dict[str, tuple[str, str]]
+    schema: int = SCHEMA_VERSION
+
+    def dump(self) -> str:
+        return json.dumps(
+            {
+                "schema": self.schema,
+                "generation": self.generation,
+                "language": self.language,
+                "refreshed_at": self.refreshed_at,
+                "files": {k: v.dump() for k, v in sorted(self.files.items())},
+                "skipped": {k: list(v) for k, v in sorted(self.skipped.items())},
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+
+# --- locations ------------------------------------------------------------------------------
+
+
+def index_dir(vault: Vault) -> Path:
+    return vault.state_dir / INDEX_DIR
+
+
+def _lock(vault: Vault) -> Path:
+    return lock_path(vault.state_dir, "index")
+
+
+def _load_manifest(vault: Vault) -> _Manifest | None:
+    try:
+        raw = json.loads((index_dir(vault) / MANIFEST).read_bytes())
+        if raw.get("schema") != SCHEMA_VERSION:
+            return None
+        return _Manifest(
+            generation=str(raw["generation"]),
+            language=str(raw["language"]),
+            refreshed_at=float(raw["refreshed_at"]),
+            files={k: _Entry.load(v) for k, v in raw["files"].items()},
+            skipped={k: (str(v[0]), str(v[1])) for k, v in raw.get("skipped", {}).items()},
+        )
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _save_manifest(vault: Vault, manifest: _Manifest) -> None:
+    folder = index_dir(vault)
+    atomic_write(folder / MANIFEST, manifest.dump())
+    problems = [p.to_dict() for p in _manifest_problems(manifest)]
+    atomic_write(folder / PROBLEMS, json.dumps({"problems": problems}, ensure_ascii=False))
+
+
+def _manifest_problems(manifest: _Manifest) -> list[FileProblem]:
+    out = [FileProblem(p, k, m) for p, (k, m) in manifest.skipped.items()]
+    for rel, entry in manifest.files.items():
+        out.extend(FileProblem(rel, k, m) for k, m in entry.problems)
+    return sorted(out, key=lambda p: (p.path, p.kind))
+
+
+def index_problems(vault: Vault) -> list[FileProblem]:
+    """Files the last index refresh could not read cleanly (cheap: reads one small JSON file)."""
+    try:
+        raw = json.loads((index_dir(vault) / PROBLEMS).read_bytes())
+        return [FileProblem(p["path"], p["kind"], p["message"]) for p in raw["problems"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+# --- the stat walk --------------------------------------------------------------------------
+
+
+def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]]:
+    """Every markdown file in the vault -> (size, mtime_ns); plus symlinks left out, and why.
+
+    Skips dot folders and dot files (`.vaultmem/`, `.obsidian/`, `.git/`, `.trash/`, editor and
+    vaultmem temp files). Symlinks are never followed out of the vault, and links to folders
+    are not followed at all (no loops, no duplicates).
+    """
+    root = str(vault.root)
+    real_root = str(vault.real_root)
+    files: dict[str, tuple[int, int]] = {}
+    skipped: dict[str, tuple[str, str]] = {}
+    stack = [("", root)]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:  # vanished mid-walk, or unreadable
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name[0] == ".":
+                    continue
+                rel = prefix + name
+                try:
+                    if entry.is_symlink():
+                        target = os.path.realpath(entry.path)
+                        if target != real_root and not target.startswith(real_root + os.sep):
+                            if name.lower().endswith(".md") or Path(target).is_dir():
+                                skipped[rel] = (
+                                    "symlink-outside",
+                                    f"symlink to {target}, outside the vault: not followed",
+                                )
+                            continue
+                        if not name.lower().endswith(".md") or not Path(target).is_file():
+                            continue
+                        st = Path(entry.path).stat()
+                        files[rel] = (st.st_size, st.st_mtime_ns)
+                    elif entry.is_dir(follow_symlinks=False):
+                        stack.append((rel + "/", entry.path))
+                    elif name.lower().endswith(".md"):
+                        st = entry.stat(follow_symlinks=False)
+                        files[rel] = (st.st_size, st.st_mtime_ns)
+                except OSError:  # vanished between listing and stat
+                    continue
+    return files, skipped
+
+
+# --- turning a file into documents ----------------------------------------------------------
+
+
+def kind_of(rel: str) -> tuple[str, str]:
+    """(kind, agent) from a vault-relative path, following the vault layout."""
+    parts = rel.split("/")
+    lower = [p.lower() for p in parts]
+    if parts[0] == "memory" and len(parts) == 2:
+        return ("note" if lower[1] == "memory.md" else "memory"), ""
+    if parts[0] == "nexus":
+        if rel == "nexus/live-context.md" or (len(parts) >= 3 and parts[1] == "archive"):
+            return "log", ""
+        if rel == "nexus/decisions.md":
+            return "decision", ""
+        if rel == "nexus/project-state.md":
+            return "state", ""
+        return "note", ""
+    if parts[0] == "agents" and len(parts) >= 3:
+        agent = parts[1]
+        if len(parts) == 3 and parts[2] == "IDENTITY.md":
+            return "identity", agent
+        if len(parts) == 3 and parts[2] == "checkpoint.md":
+            return "checkpoint", agent
+        if len(parts) == 4 and parts[2] == "memory" and lower[3] != "memory.md":
+            return "memory", agent
+        if len(parts) == 4 and parts[2] == "bank":
+            return "bank", agent
+        return "note", agent
+    return "note", ""
+
+
+def _read_prefix(path: Path, limit: int) -> tuple[bytes, bool]:
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    return data[:limit], len(data) > limit
+
+
+def _decode(data: bytes, truncated: bool) -> tuple[str, str | None]:
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        if truncated and exc.start >= len(data) - 3 and exc.reason == "unexpected end of data":
+            return data[: exc.start].decode("utf-8", errors="replace"), None
+        return (
+            data.decode("utf-8", errors="replace"),
+            f"not UTF-8 (first bad byte at offset {exc.start}); indexed with replacements",
+        )
+
+
+def _iso_date(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str) and _ISO_DATE.match(value.strip()):
+        return value.strip()[:10]
+    return ""
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return " ".join(_text(v) for v in value)
+    return str(value)
+
+
+def _tags(meta: dict[str, Any]) -> str:
+    raw = meta.get("tags")
+    items = (
+        raw if isinstance(raw, list) else re.split(r"[,\s]+", raw) if isinstance(raw, str) else []
+    )
+    return ",".join(str(t).strip().lstrip("#").lower() for t in items if str(t).strip())
+
+
+def sections(body: str, first_line: int) -> Iterator[tuple[str, int, int, list[str]]]:
+    """(heading path, first line, last line, lines) per section; 1-based lines in the file.
+
+    A section runs from its heading to the line before the next heading; text before the first
+    heading is a section with an empty heading. Headings inside fenced code do not count.
+    """
+    lines = body.splitlines()
+    stack: list[tuple[int, str]] = []
+    start = 0
+    heading = ""
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        m_fence = _FENCE.match(line)
+        if m_fence:
+            mark = m_fence.group(1)
+            if fence is None:
+                fence = mark[0] * 3
+            elif mark.startswith(fence):
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        m = _HEADING.match(line)
+        if not m:
+            continue
+        if i > start or heading:
+            yield heading, first_line + start, first_line + i - 1, lines[start:i]
+        level = len(m.group(1))
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, m.group(2)))
+        heading = " > ".join(h for _, h in stack)
+        start = i
+    if start < len(lines) or heading:
+        yield (
+            heading,
+            first_line + start,
+            first_line + max(len(lines), start + 1) - 1,
+            lines[start:],
+        )
+
+
+def _passages(
+    heading: str, start: int, end: int, lines: list[str]
+) -> Iterator[tuple[str, int, int, str]]:
+    """Split a long section into passages of about PASSAGE_LINES lines, at blank lines if any."""
+    if len(lines) <= PASSAGE_LINES * 3 // 2:
+        yield heading, start, end, "\n".join(lines)
+        return
+    i = 0
+    while i < len(lines):
+        j = min(i + PASSAGE_LINES, len(lines))
+        if len(lines) - j < PASSAGE_LINES // 2:
+            j = len(lines)
+        else:  # end at a blank line near the limit when there is one
+            for k in range(j, max(i + PASSAGE_LINES // 2, j - 10), -1):
+                if not lines[k - 1].strip():
+                    j = k
+                    break
+        yield heading, start + i, start + j - 1, "\n".join(lines[i:j])
+        i = j
+
+
+def _entry_docs(rel: str, kind: str, text: str) -> list[Doc] | None:
+    """Log entries / decisions as one document each, via vaultmem.log when it is available."""
+    try:
+        from vaultmem import log as log_mod  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    parse_entries = getattr(log_mod, "parse_entries", None)
+    if parse_entries is None:
+        return None
+    try:
+        entries = parse_entries(text)
+    except Exception:  # a log we cannot parse is still indexed, as plain sections
+        return None
+    docs = []
+    for e in entries:
+        summary = str(getattr(e, "summary", "") or "")
+        body = str(getattr(e, "body", "") or "")
+        when = str(getattr(e, "time", "") or "")
+        extra = getattr(e, "extra", None) or {}
+        status = str(extra.get("status", "") if isinstance(extra, dict) else "")
+        docs.append(
+            Doc(
+                path=rel,
+                kind=kind,
+                title=summary,
+                heading=" · ".join(
+                    str(x) for x in (getattr(e, "channel", ""), getattr(e, "type", "")) if x
+                ),
+                body=body,
+                line_start=int(getattr(e, "line_start", 0) or 0),
+                line_end=int(getattr(e, "line_end", 0) or 0),
+                type=str(getattr(e, "type", "") or ""),
+                agent=str(getattr(e, "agent", "") or ""),
+                date=_iso_date(when),
+                id=str(getattr(e, "id", "") or ""),
+                status=status,
+                hidden=status in HIDDEN_STATUSES,
+            )
+        )
+    return docs
+
+
+def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], list[tuple[str, str]]]:
+    """Parse one note's text into documents; problems are returned, never raised."""
+    problems: list[tuple[str, str]] = []
+    kind, agent = kind_of(rel)
+    note = notes.parse(text)
+    if note.error:
+        problems.append(("broken-frontmatter", f"{note.error}; indexed as plain text"))
+    meta = note.meta
+    stem = rel.rsplit("/", 1)[-1][:-3]
+    title = _text(meta.get("title") or meta.get("name")) or ""
+    aliases = _text(meta.get("aliases"))
+    desc = _text(meta.get("description"))
+    status = _text(meta.get("status")).strip().lower()
+    valid_until = _iso_date(meta.get("valid_until"))
+    day = _iso_date(meta.get("date") or meta.get("updated") or meta.get("created"))
+    if not day and mtime_ns:
+        day = datetime.fromtimestamp(mtime_ns / 1e9, UTC).date().isoformat()
+    common: dict[str, Any] = {
+        "path": rel,
+        "kind": kind,
+        "desc": desc,
+        "tags": _tags(meta),
+        "type": _text(meta.get("type")).strip().lower(),
+        "agent": _text(meta.get("agent")).strip() or agent,
+        "date": day,
+        "status": status,
+        "id": _text(meta.get("id")).strip(),
+        "hidden": kind in ("memory", "bank") and status in HIDDEN_STATUSES,
+        "valid_until": valid_until if kind in ("memory", "bank") else "",
+    }
+    if kind in ("log", "decision"):
+        entry_docs = _entry_docs(rel, kind, note.body if note.ok else text)
+        if entry_docs is not None:
+            return entry_docs, problems
+    docs: list[Doc] = []
+    if not title:
+        for heading, _s, _e, _lines in sections(note.body, note.body_line):
+            if heading and "#" not in heading and " > " not in heading:
+                title = heading
+                break
+    title = title or stem
+    if aliases:
+        title = f"{title} {aliases}"
+    for heading, start, end, lines in sections(note.body, note.body_line):
+        for p_heading, p_start, p_end, p_text in _passages(heading, start, end, lines):
+            if not p_text.strip() and not p_heading:
+                continue
+            docs.append(
+                Doc(
+                    title=title,
+                    heading=p_heading,
+                    body=p_text,
+                    line_start=p_start,
+                    line_end=p_end,
+                    **common,
+                )
+            )
+    if not docs and (note.meta or title):
+        # frontmatter only (or an empty note): still findable by its name and properties
+        docs.append(Doc(title=title, heading="", body="", line_start=1, line_end=1, **common))
+    return docs, problems
+
+
+def read_documents(
+    vault: Vault, rel: str, max_bytes: int
+) -> tuple[list[Doc], list[tuple[str, str]], bytes] | None:
+    """Read and parse one file; None when it vanished. Returns the bytes read (for hashing)."""
+    path = vault.root / rel
+    try:
+        data, truncated = _read_prefix(path, max_bytes)
+        mtime_ns = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return [], [("unreadable", f"cannot read: {exc.strerror}")], b""
+    if b"\x00" in data[:BINARY_SNIFF]:
+        return [], [("binary", "binary content in a .md file: not indexed")], data
+    text, bad = _decode(data, truncated)
+    docs, problems = documents(rel, text, mtime_ns=mtime_ns)
+    if bad:
+        problems.insert(0, ("bad-encoding", bad))
+    if truncated:
+        problems.insert(
+            0,
+            ("truncated", f"larger than {max_bytes:,} bytes: only the first {max_bytes:,} indexed"),
+        )
+    return docs, problems, data
+
+
+# --- whoosh ---------------------------------------------------------------------------------
+
+
+def analyzer(language: str) -> Any:
+    """Words, lowercased, stop words dropped, Snowball-stemmed, then accents folded.
+
+    Folding after stemming lets the stemmer see the real word (Italian stems depend on
+    accents); folding at all makes `perche` find `perché`.
+    """
+    from whoosh.analysis import (
+        CharsetFilter,
+        LowercaseFilter,
+        RegexTokenizer,
+        StemFilter,
+        StopFilter,
+    )
+    from whoosh.support.charset import accent_map
+
+    chain = RegexTokenizer(r"\w+(?:[.'’]\w+)*") | LowercaseFilter()
+    try:
+        chain = chain | StopFilter(lang=language)
+    except Exception:  # no stop list for this language
+        chain = chain | StopFilter()
+    # no stemmer for this language: unstemmed words still match
+    with contextlib.suppress(Exception):
+        chain = chain | StemFilter(lang=language)
+    return chain | CharsetFilter(accent_map)
+
+
+def schema(language: str) -> Any:
+    from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
+
+    ana = analyzer(language)
+    return Schema(
+        docid=ID(stored=True, unique=True),
+        path=ID(stored=True),
+        kind=ID(stored=True),
+        title=TEXT(analyzer=ana, stored=True),
+        heading=TEXT(analyzer=ana, stored=True),
+        desc=TEXT(analyzer=ana, stored=True),
+        tags=KEYWORD(lowercase=True, commas=True, scorable=True, stored=True),
+        type=ID(stored=True),
+        agent=ID(stored=True),
+        date=ID(stored=True),
+        status=ID(stored=True),
+        id=ID(stored=True),
+        hidden=ID,
+        valid_until=ID(stored=True),
+        lines=STORED,
+        body=TEXT(analyzer=ana, stored=True),
+    )
+
+
+def _fields(doc: Doc, n: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "docid": f"{doc.path}#{n}",
+        "path": doc.path,
+        "kind": doc.kind,
+        "title": doc.title,
+        "heading": doc.heading,
+        "body": doc.body,
+        "lines": (doc.line_start, doc.line_end),
+        "hidden": "1" if doc.hidden else "0",
+    }
+    for name in ("desc", "tags", "type", "agent", "date", "status", "id", "valid_until"):
+        value = getattr(doc, name)
+        if value:
+            out[name] = value
+    return out
+
+
+def _open_generation(vault: Vault, generation: str) -> Any:
+    from whoosh.index import open_dir
+
+    return open_dir(str(index_dir(vault) / generation))
+
+
+def _writer(ix: Any, *, bulk: bool) -> Any:
+    # limitmb=512 was the fastest setting measured for a full build; small refreshes need little
+    return ix.writer(limitmb=512 if bulk else 64, procs=1)
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+# --- refresh --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    changed: list[str]
+    removed: list[str]
+    skipped: dict[str, tuple[str, str]]
+    current: dict[str, tuple[int, int]]
+
+
+def _plan(
+    vault: Vault, manifest: _Manifest, current: dict[str, tuple[int, int]], skipped: Any
+) -> _Plan:
+    changed = []
+    for rel, (size, mtime) in current.items():
+        entry = manifest.files.get(rel)
+        if entry is None or entry.size != size or entry.mtime_ns != mtime:
+            changed.append(rel)
+        elif entry.hash is not None:
+            # size and mtime match, but the file was written within one mtime tick of being
+            # read: only its content can say whether it changed since
+            try:
+                data, _ = _read_prefix(vault.root / rel, vault.config.recall.max_file_bytes)
+            except OSError:
+                changed.append(rel)
+                continue
+            if _hash(data) != entry.hash:
+                changed.append(rel)
+    removed = [rel for rel in manifest.files if rel not in current]
+    return _Plan(sorted(changed), sorted(removed), dict(skipped), current)
+
+
+def _apply(
+    vault: Vault,
+    ix: Any,
+    manifest: _Manifest,
+    plan: _Plan,
+    *,
+    bulk: bool,
+    progress: ProgressFn | None,
+) -> tuple[int, int]:
+    """Reindex changed files and drop removed ones in one whoosh commit; update the manifest."""
+    max_bytes = vault.config.recall.max_file_bytes
+    writer = _writer(ix, bulk=bulk)
+    refreshed = removed = 0
+    try:
+        for rel in plan.removed:
+            writer.delete_by_term("path", rel)
+            manifest.files.pop(rel, None)
+            removed += 1
+        total = len(plan.changed)
+        for n, rel in enumerate(plan.changed):
+            if not bulk:
+                writer.delete_by_term("path", rel)
+            read = read_documents(vault, rel, max_bytes)
+            if read is None:  # vanished since the walk
+                if rel in manifest.files:
+                    manifest.files.pop(rel)
+                    removed += 1
+                continue
+            docs, problems, data = read
+            for i, doc in enumerate(docs):
+                writer.add_document(**_fields(doc, i))
+            size, mtime = plan.current[rel]
+            now_ns = time.time_ns()
+            racy = now_ns - mtime < RACY_NS or len(data) != size
+            manifest.files[rel] = _Entry(size, mtime, _hash(data) if racy else None, problems)
+            refreshed += 1
+            if progress is not None and (n % 50 == 0 or n == total - 1):
+                progress(n + 1, total)
+        writer.commit(optimize=False)
+    except BaseException:
+        writer.cancel()
+        raise
+    manifest.skipped = plan.skipped
+    return refreshed, removed
+
+
+def _new_generation(vault: Vault, language: str) -> tuple[Any, str]:
+    from whoosh.index import create_in
+
+    generation = f"g-{secrets.token_hex(4)}"
+    folder = index_dir(vault) / generation
+    folder.mkdir(parents=True, exist_ok=True)
+    return create_in(str(folder), schema(language)), generation
+
+
+def _drop_other_generations(vault: Vault, keep: str) -> None:
+    folder = index_dir(vault)
+    with contextlib.suppress(OSError):
+        for child in folder.iterdir():
+            if child.is_dir() and child.name.startswith("g-") and child.name != keep:
+                shutil.rmtree(child, ignore_errors=True)
+
+
+def _rebuild_locked(
+    vault: Vault, progress: ProgressFn | None, walked: tuple[Any, Any] | None = None
+) -> tuple[_Manifest, int]:
+    current, skipped = walked or walk(vault)
+    language = vault.config.language
+    ix, generation = _new_generation(vault, language)
+    manifest = _Manifest(generation, language, time.time(), {}, {})
+    plan = _Plan(sorted(current), [], skipped, current)
+    if progress is not None:
+        progress(0, len(plan.changed))
+    refreshed, _ = _apply(vault, ix, manifest, plan, bulk=True, progress=progress)
+    ix.close()
+    manifest.refreshed_at = time.time()
+    _save_manifest(vault, manifest)
+    _drop_other_generations(vault, generation)
+    return manifest, refreshed
+
+
+def _heartbeat_ok(vault: Vault) -> bool:
+    """True when `vaultmem watch` is running, has applied every change it saw, and says so."""
+    try:
+        raw = json.loads((index_dir(vault) / HEARTBEAT).read_bytes())
+        return bool(time.time() - float(raw["time"]) < HEARTBEAT_MAX_AGE and not raw["pending"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def write_heartbeat(vault: Vault, *, pending: int, pid: int) -> None:
+    atomic_write(
+        index_dir(vault) / HEARTBEAT,
+        json.dumps({"time": time.time(), "pending": pending, "pid": pid}),
+    )
+
+
+def clear_heartbeat(vault: Vault) -> None:
+    with contextlib.suppress(OSError):
+        (index_dir(vault) / HEARTBEAT).unlink()
+
+
+def _freshness(
+    manifest: _Manifest,
+    started: float,
+    *,
+    refreshed: int = 0,
+    removed: int = 0,
+    checked_by: str = "walk",
+    stale: bool = False,
+    rebuilt: bool = False,
+    warnings: tuple[str, ...] = (),
+) -> Freshness:
+    now = time.time()
+    at = manifest.refreshed_at
+    return Freshness(
+        files=len(manifest.files),
+        refreshed=refreshed,
+        removed=removed,
+        checked_by=checked_by,
+        stale=stale,
+        rebuilt=rebuilt,
+        age_seconds=round(max(0.0, now - at), 3),
+        refreshed_at=datetime.fromtimestamp(at, UTC)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z"),
+        duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        warnings=warnings,
+    )
+
+
+def _usable(manifest: _Manifest | None, vault: Vault) -> bool:
+    return (
+        manifest is not None
+        and manifest.language == vault.config.language
+        and (index_dir(vault) / manifest.generation).is_dir()
+    )
+
+
+def refresh(
+    vault: Vault,
+    *,
+    wait: float | None = 0.0,
+    rebuild: bool = False,
+    progress: ProgressFn | None = None,
+    trust_watcher: bool = True,
+) -> Freshness:
+    """Bring the index up to date with the files; return what was done.
+
+    `wait`: how long to wait for another process's refresh. 0 (what `recall` uses) means do
+    not wait: search the last committed index and report `stale`. None waits for the
+    configured lock timeout and raises LockTimeoutError (exit 6) after it.
+    With no index yet (or an unusable one) every caller waits, since there is nothing to search.
+    """
+    started = time.perf_counter()
+    manifest = _load_manifest(vault)
+    if not rebuild and _usable(manifest, vault):
+        assert manifest is not None
+        if trust_watcher and _heartbeat_ok(vault):
+            return _freshness(manifest, started, checked_by="watcher")
+        current, skipped = walk(vault)
+        plan = _plan(vault, manifest, current, skipped)
+        if not plan.changed and not plan.removed and plan.skipped == manifest.skipped:
+            manifest_age = time.time() - manifest.refreshed_at
+            del manifest_age
+            return _freshness(manifest, started)
+        if wait == 0.0:
+            handle = try_exclusive(_lock(vault))
+            if handle is None:
+                return _freshness(
+                    manifest,
+                    started,
+                    stale=True,
+                    warnings=(
+                        f"{len(plan.changed) + len(plan.removed)} changed file(s) not yet "
+                        "indexed: another process is refreshing; searched the last committed "
+                        "index",
+                    ),
+                )
+            try:
+                return _refresh_locked(vault, started, progress, rebuild=False)
+            finally:
+                release(handle)
+    timeout = vault.config.log.lock_timeout if wait is None or wait == 0.0 else wait
+    try:
+        with exclusive(_lock(vault), timeout, what="index"):
+            return _refresh_locked(vault, started, progress, rebuild=rebuild)
+    except LockTimeoutError:
+        if wait is None or not _usable(_load_manifest(vault), vault):
+            raise
+        manifest = _load_manifest(vault)
+        assert manifest is not None
+        return _freshness(
+            manifest,
+            started,
+            stale=True,
+            warnings=("another process is refreshing; searched the last committed index",),
+        )
+
+
+def _refresh_locked(
+    vault: Vault, started: float, progress: ProgressFn | None, *, rebuild: bool
+) -> Freshness:
+    # re-read under the lock: whoever held it may have done our work already
+    manifest = _load_manifest(vault)
+    warnings: tuple[str, ...] = ()
+    if not rebuild and manifest is not None and manifest.language != vault.config.language:
+        warnings = (f"vault language is now {vault.config.language}: index rebuilt",)
+        rebuild = True
+    if not rebuild and manifest is not None and _usable(manifest, vault):
+        try:
+            ix = _open_generation(vault, manifest.generation)
+        except Exception as exc:
+            warnings = (
+                f"index could not be opened ({type(exc).__name__}): rebuilt from the files",
+            )
+        else:
+            try:
+                current, skipped = walk(vault)
+                plan = _plan(vault, manifest, current, skipped)
+                if plan.changed or plan.removed or plan.skipped != manifest.skipped:
+                    refreshed, removed = _apply(
+                        vault, ix, manifest, plan, bulk=False, progress=progress
+                    )
+                    manifest.refreshed_at = time.time()
+                    _save_manifest(vault, manifest)
+                    return _freshness(manifest, started, refreshed=refreshed, removed=removed)
+                return _freshness(manifest, started)
+            except Exception as exc:
+                if isinstance(exc, LockTimeoutError | KeyboardInterrupt):
+                    raise
+                warnings = (
+                    f"index could not be updated ({type(exc).__name__}: {exc}): rebuilt from "
+                    "the files",
+                )
+            finally:
+                ix.close()
+    elif (
+        manifest is None
+        and index_dir(vault).is_dir()
+        and any(p.name.startswith("g-") for p in index_dir(vault).iterdir())
+    ):
+        warnings = warnings or ("index manifest missing or from another version: rebuilt",)
+    manifest, refreshed = _rebuild_locked(vault, progress)
+    return _freshness(manifest, started, refreshed=refreshed, rebuilt=True, warnings=warnings)
+
+
+# --- searching ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RawHit:
+    score: float
+    fields: dict[str, Any]
+    explain: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed query, built by recall.py (which knows no whoosh)."""
+
+    words: tuple[str, ...] = ()  # plain words, OR semantics
+    phrases: tuple[str, ...] = ()  # each must match
+    field_words: tuple[tuple[str, str], ...] = ()  # (text field, words): scored, required
+    kinds: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    ids: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    under: tuple[str, ...] = ()
+    since: str = ""
+    include_hidden: bool = False
+    today: str = ""
+
+
+class Searcher:
+    """An open index generation, searched with query objects built directly (no qparser)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.language = vault.config.language
+        self.ix, self.searcher = self._open()
+        self.analyzer = self.ix.schema["body"].analyzer
+
+    def _open(self) -> tuple[Any, Any]:
+        from whoosh import scoring
+
+        last: Exception | None = None
+        # a refresh may swap the generation (or merge segments) between reading the
+        # manifest and opening the files: re-read and retry before calling the index broken
+        for attempt in range(4):
+            manifest = _load_manifest(self.vault)
+            if manifest is None:
+                raise FileNotFoundError("no index manifest")
+            try:
+                ix = _open_generation(self.vault, manifest.generation)
+                weighting = scoring.BM25F(B=0.75, K1=1.2, title_B=0.3, heading_B=0.3, tags_B=0.3)
+                return ix, ix.searcher(weighting=weighting)
+            except Exception as exc:
+                last = exc
+                time.sleep(0.02 * (attempt + 1))
+        assert last is not None
+        raise last
+
+    def close(self) -> None:
+        self.searcher.close()
+        self.ix.close()
+
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def terms(self, text: str) -> list[str]:
+        """The index terms of some text (stemmed, folded, stop words dropped), in order."""
+        return [t.text for t in self.analyzer(text, mode="query")]
+
+    def tokens(self, text: str) -> list[tuple[str, int, int]]:
+        """(term, start char, end char) of some text, for marking snippets."""
+        return [(t.text, t.startchar, t.endchar) for t in self.analyzer(text, chars=True)]
+
+    def doc_count(self) -> int:
+        return int(self.searcher.doc_count())
+
+    def _build(self, q: Query) -> tuple[Any, Any, Any, list[Any]]:
+        from whoosh import query as wq
+
+        scored: list[Any] = []
+        leaves: list[Any] = []
+        terms = []
+        for word in q.words:
+            terms.extend(self.terms(word))
+        seen: set[str] = set()
+        for term in terms:
+            if term in seen:
+                continue
+            seen.add(term)
+            for fname, boost in TEXT_FIELDS.items():
+                leaf = wq.Term(fname, term, boost=boost)
+                leaves.append(leaf)
+                scored.append(leaf)
+        # adjacent query words close together in the text: a proximity bonus
+        for a, b in itertools.pairwise(terms):
+            if a != b:
+                leaf = wq.Phrase("body", [a, b], slop=3, boost=0.5)
+                leaves.append(leaf)
+                scored.append(leaf)
+        required: list[Any] = []
+        for phrase in q.phrases:
+            words = self.terms(phrase)
+            if not words:
+                continue
+            if len(words) == 1:
+                alts = [wq.Term(f, words[0], boost=b) for f, b in TEXT_FIELDS.items()]
+            else:
+                alts = [
+                    wq.Phrase(f, words, boost=2.0 * b)
+                    for f, b in TEXT_FIELDS.items()
+                    if f != "tags"
+                ]
+            leaves.extend(alts)
+            required.append(wq.Or(alts))
+        for fname, text in q.field_words:
+            words = self.terms(text) if fname != "tags" else [text.lower()]
+            if words:
+                group = [wq.Term(fname, w, boost=TEXT_FIELDS.get(fname, 1.0)) for w in words]
+                leaves.extend(group)
+                required.append(wq.And(group))
+        if required:
+            main = wq.AndMaybe(wq.And(required), wq.Or(scored)) if scored else wq.And(required)
+        else:
+            main = wq.Or(scored) if scored else wq.NullQuery
+        filters: list[Any] = []
+
+        def any_of(fname: str, values: tuple[str, ...]) -> None:
+            if values:
+                filters.append(wq.Or([wq.Term(fname, v) for v in values]))
+
+        any_of("kind", q.kinds)
+        any_of("type", q.types)
+        any_of("agent", q.agents)
+        any_of("tags", tuple(t.lower() for t in q.tags))
+        any_of("id", q.ids)
+        any_of("status", q.statuses)
+        if q.under:
+            filters.append(
+                wq.Or(
+                    [
+                        wq.Or([wq.Term("path", u), wq.Prefix("path", u.rstrip("/") + "/")])
+                        for u in q.under
+                    ]
+                )
+            )
+        if q.since:
+            filters.append(wq.TermRange("date", q.since, None))
+        mask = None
+        if not q.include_hidden:
+            masks = [wq.Term("hidden", "1")]
+            if q.today:
+                masks.append(wq.TermRange("valid_until", None, q.today, endexcl=True))
+            mask = wq.Or(masks)
+        flt = wq.And(filters) if filters else None
+        return main, flt, mask, leaves
+
+    def search(self, q: Query, *, limit: int, explain: bool = False) -> list[RawHit]:
+        main, flt, mask, leaves = self._build(q)
+        if main is None or main.__class__.__name__ == "_NullQuery":
+            return []
+        results = self.searcher.search(main, limit=limit, filter=flt, mask=mask)
+        hits = []
+        for r in results:
+            contrib: tuple[tuple[str, float], ...] = ()
+            if explain:
+                contrib = self._explain(r.docnum, leaves)
+            hits.append(RawHit(float(r.score), dict(r.fields()), contrib))
+        return hits
+
+    def _explain(self, docnum: int, leaves: list[Any]) -> tuple[tuple[str, float], ...]:
+        out = []
+        for leaf in leaves:
+            try:
+                m = leaf.matcher(self.searcher)
+                if m.is_active():
+                    m.skip_to(docnum)
+                if m.is_active() and m.id() == docnum:
+                    out.append((_leaf_label(leaf), round(float(m.score()), 4)))
+            except Exception:  # a leaf on a field absent from this index: contributes nothing
+                continue
+        return tuple(sorted(out, key=lambda x: -x[1]))
+
+
+def _leaf_label(leaf: Any) -> str:
+    words = getattr(leaf, "words", None)
+    if words:
+        slop = getattr(leaf, "slop", 1)
+        near = f"~{slop}" if slop > 1 else ""
+        return f'{leaf.fieldname}:"{" ".join(words)}"{near}'
+    return f"{leaf.fieldname}:{leaf.text}"
+
+
+def today() -> str:
+    return datetime.now(UTC).date().isoformat()

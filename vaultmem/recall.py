@@ -1,0 +1,289 @@
+"""Recall: a question in, the few right places in the vault out, with where they came from.
+
+Every call first brings the index up to date with the files (`index.refresh`), so a note saved
+in Obsidian a second ago is found. Plain words rank with BM25F under OR semantics (natural
+questions share few words with their answer, so AND finds almost nothing); `"quoted phrases"`
+must match; `field:value` filters. Several sections of one note are aggregated into one hit (the
+best section, scored with support from the others), while log entries and decisions stay
+separate hits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from vaultmem import index
+from vaultmem.errors import UsageError
+from vaultmem.vault import Vault
+
+_TOKEN = re.compile(r'(?:(\w+):)?"([^"]*)"?|(\S+)')
+FILTER_FIELDS = {
+    "kind": "kinds",
+    "type": "types",
+    "agent": "agents",
+    "tag": "tags",
+    "tags": "tags",
+    "id": "ids",
+    "status": "statuses",
+    "path": "under",
+    "under": "under",
+    "since": "since",
+}
+SCORED_FIELDS = {"title": "title", "heading": "heading", "body": "body", "description": "desc"}
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+SNIPPET_CHARS = 240
+# how much the other matching sections of a note add to its best section's score
+SECTION_SUPPORT = 0.25
+_ENTRY_KINDS = ("log", "decision")
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    score: float
+    path: str
+    kind: str
+    title: str
+    heading: str
+    line_start: int
+    line_end: int
+    snippet: str
+    id: str | None
+    agent: str | None
+    date: str | None
+    explain: tuple[tuple[str, float], ...] = ()
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rank": self.rank,
+            "score": self.score,
+            "path": self.path,
+            "kind": self.kind,
+            "title": self.title,
+            "heading": self.heading,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "snippet": self.snippet,
+            "id": self.id,
+            "agent": self.agent,
+            "date": self.date,
+        }
+        if explain:
+            out["explain"] = [{"term": t, "score": s} for t, s in self.explain]
+        return out
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    index: index.Freshness
+    hits: tuple[Hit, ...] = field(default_factory=tuple)
+    explain: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "index": self.index.to_dict(),
+            "hits": [h.to_dict(explain=self.explain) for h in self.hits],
+        }
+
+
+def parse_query(
+    text: str,
+    *,
+    kind: str | None = None,
+    type_: str | None = None,
+    agent: str | None = None,
+    under: str | None = None,
+    since: str | None = None,
+    include_retracted: bool = False,
+) -> index.Query:
+    """Split a query into plain words, quoted phrases and `field:value` filters."""
+    words: list[str] = []
+    phrases: list[str] = []
+    field_words: list[tuple[str, str]] = []
+    filters: dict[str, list[str]] = {k: [] for k in set(FILTER_FIELDS.values())}
+    for m in _TOKEN.finditer(text):
+        fname, quoted, bare = m.group(1), m.group(2), m.group(3)
+        if quoted is not None:
+            if fname and fname.lower() in FILTER_FIELDS:
+                filters[FILTER_FIELDS[fname.lower()]].append(quoted)
+            elif fname and fname.lower() in SCORED_FIELDS:
+                field_words.append((SCORED_FIELDS[fname.lower()], quoted))
+            else:
+                if fname:
+                    words.append(fname)
+                if quoted.strip():
+                    phrases.append(quoted)
+            continue
+        name, sep, value = bare.partition(":")
+        key = name.lower()
+        if sep and value and key in FILTER_FIELDS:
+            filters[FILTER_FIELDS[key]].append(value)
+        elif sep and value and key in SCORED_FIELDS:
+            field_words.append((SCORED_FIELDS[key], value))
+        else:
+            words.append(bare)
+    for key, value in (
+        ("kinds", kind),
+        ("types", type_),
+        ("agents", agent),
+        ("under", under),
+        ("since", since),
+    ):
+        if value:
+            filters[key].append(value)
+    for k in filters["kinds"]:
+        if k not in index.KINDS:
+            raise UsageError(f"unknown kind {k!r}", f"use one of: {', '.join(index.KINDS)}")
+    since_value = ""
+    if filters["since"]:
+        since_value = max(filters["since"])
+        if not _DATE.match(since_value):
+            raise UsageError(f"--since {since_value!r} is not a date", "use YYYY-MM-DD")
+    under_values = tuple(u.strip("/") for u in filters["under"] if u.strip("/"))
+    return index.Query(
+        words=tuple(words),
+        phrases=tuple(phrases),
+        field_words=tuple(field_words),
+        kinds=tuple(filters["kinds"]),
+        types=tuple(t.lower() for t in filters["types"]),
+        agents=tuple(filters["agents"]),
+        tags=tuple(t.lstrip("#") for t in filters["tags"]),
+        ids=tuple(filters["ids"]),
+        statuses=tuple(s.lower() for s in filters["statuses"]),
+        under=under_values,
+        since=since_value,
+        include_hidden=include_retracted,
+        today=index.today(),
+    )
+
+
+def _snippet(searcher: index.Searcher, body: str, wanted: set[str]) -> tuple[str, int]:
+    """The line(s) of `body` that match the most query terms, terms marked **like this**.
+
+    Returns the snippet and the 0-based offset of its first line within the body.
+    """
+    lines = body.splitlines()
+    best, best_i, best_tokens = -1, 0, []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        tokens = searcher.tokens(line)
+        found = {t for t, _s, _e in tokens if t in wanted}
+        score = len(found) * 10 + sum(1 for t, _s, _e in tokens if t in wanted)
+        if score > best:
+            best, best_i, best_tokens = score, i, tokens
+        if best > 0 and i > 200 and best >= 10 * len(wanted):
+            break
+    if best < 0:
+        return "", 0
+    line = lines[best_i]
+    marks = [(s, e) for t, s, e in best_tokens if t in wanted]
+    out, pos = [], 0
+    for s, e in marks:
+        out.append(line[pos:s])
+        out.append(f"**{line[s:e]}**")
+        pos = e
+    out.append(line[pos:])
+    text = "".join(out).strip()
+    if len(text) > SNIPPET_CHARS:
+        first = text.find("**")
+        start = max(0, first - SNIPPET_CHARS // 3) if first >= 0 else 0
+        # never cut inside a marked term
+        cut = text[start : start + SNIPPET_CHARS]
+        if cut.count("**") % 2:
+            cut = cut[: cut.rfind("**")]
+        text = ("…" if start else "") + cut.strip() + "…"
+    return text, best_i
+
+
+def recall(
+    vault: Vault,
+    query: str,
+    *,
+    limit: int = 10,
+    kind: str | None = None,
+    type_: str | None = None,
+    agent: str | None = None,
+    under: str | None = None,
+    since: str | None = None,
+    include_retracted: bool = False,
+    explain: bool = False,
+) -> RecallResult:
+    """Ranked hits for `query`, after bringing the index up to date with the files."""
+    if limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}", "e.g. --limit 5")
+    parsed = parse_query(
+        query,
+        kind=kind,
+        type_=type_,
+        agent=agent,
+        under=under,
+        since=since,
+        include_retracted=include_retracted,
+    )
+    fresh = index.refresh(vault)
+    try:
+        searcher = index.Searcher(vault)
+    except Exception as exc:
+        # crash mid-commit, truncated files, another whoosh version: the files are the truth
+        rebuilt = index.refresh(vault, wait=None, rebuild=True)
+        fresh = index.Freshness(
+            **{
+                **rebuilt.__dict__,
+                "warnings": (
+                    *rebuilt.warnings,
+                    f"index could not be opened ({type(exc).__name__}): rebuilt from the files",
+                ),
+            }
+        )
+        searcher = index.Searcher(vault)
+    with searcher:
+        hits = _search(searcher, parsed, limit=limit, explain=explain)
+    return RecallResult(query=query, index=fresh, hits=tuple(hits), explain=explain)
+
+
+def _search(
+    searcher: index.Searcher, parsed: index.Query, *, limit: int, explain: bool
+) -> list[Hit]:
+    raw = searcher.search(parsed, limit=max(limit * 5, 50), explain=explain)
+    groups: dict[str, list[index.RawHit]] = {}
+    for h in raw:
+        f = h.fields
+        key = f["docid"] if f.get("kind") in _ENTRY_KINDS else f["path"]
+        groups.setdefault(key, []).append(h)
+    scored = []
+    for members in groups.values():
+        best = members[0]
+        support = sum(m.score for m in members[1:])
+        scored.append((best.score + SECTION_SUPPORT * support, best))
+    scored.sort(key=lambda x: -x[0])
+    wanted: set[str] = set()
+    for w in (*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)):
+        wanted.update(searcher.terms(w))
+    hits = []
+    for rank, (score, h) in enumerate(scored[:limit], start=1):
+        f = h.fields
+        start, end = f.get("lines") or (0, 0)
+        snippet, _offset = _snippet(searcher, f.get("body") or f.get("title") or "", wanted)
+        hits.append(
+            Hit(
+                rank=rank,
+                score=round(score, 4),
+                path=f["path"],
+                kind=f.get("kind", "note"),
+                title=f.get("title", ""),
+                heading=f.get("heading", ""),
+                line_start=int(start),
+                line_end=int(end),
+                snippet=snippet,
+                id=f.get("id") or None,
+                agent=f.get("agent") or None,
+                date=f.get("date") or None,
+                explain=h.explain,
+            )
+        )
+    return hits
