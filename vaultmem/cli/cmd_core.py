@@ -92,3 +92,15 @@ def status(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
     from vaultmem.cli.output import render_status
 
     render_status(report)
+
+
+@app.command(epilog=example("vaultmem mcp --agent ella --vault ~/notes/orbit"))
+def mcp(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Serve this vault to one agent over MCP (stdio): read, append, recall, retain, ...
+
+    There is no tool to approve, forget or write shared memory directly: agents propose,
+    people decide. Needs the mcp extra: pip install 'vaultmem[mcp]'.
+    """
+    from vaultmem.mcp_server import serve
+
+    serve(vault, agent or "")
