@@ -1,0 +1,262 @@
+"""Ed25519 keys and signatures for log entries. The only module that imports `cryptography`.
+
+Where keys live:
+
+- the private key of each agent key: `<VAULTMEM_HOME>/keys/<agent>/<key-id>.key` (base64 of the
+  32-byte seed, file mode 0600, folder 0700). Never in the vault.
+- the public keys: `agents/<agent>/keys.md` in the vault, one line per key, oldest first. Lines are
+  never removed: every key an agent ever used stays, so old entries keep verifying after a new
+  `keys create` (key rotation, or someone who copied a vault without its private keys).
+
+A key id is `k-` + the first 16 hex digits of SHA-256 over the raw 32-byte public key; entries
+name the key that signed them. Reading the keys file needs no YAML and no cryptography; the
+`cryptography` import (~20 ms) happens only when something is signed or checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vaultmem import config
+from vaultmem.errors import IntegrityError, VaultmemError
+from vaultmem.fsio import atomic_write, read_text
+from vaultmem.locking import exclusive, lock_path
+from vaultmem.vault import Vault, validate_name
+
+KEYS_FILE = "keys.md"
+SIG_DOMAIN = b"vaultmem-entry-v1\n"
+_KEY_LINE = re.compile(
+    r"^- `(?P<id>k-[0-9a-f]{16})` ed25519 `(?P<pub>[A-Za-z0-9+/]{43}=)`"
+    r"(?: created (?P<created>\S+))?"
+)
+
+
+@dataclass(frozen=True)
+class PublicKey:
+    agent: str
+    key_id: str
+    public: str  # base64 of the raw 32-byte public key
+    created: str | None
+    line: int  # in agents/<agent>/keys.md
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """A key pair this machine holds for an agent (returned by create_key)."""
+
+    agent: str
+    key_id: str
+    public: str
+    private_path: str  # absolute, in VAULTMEM_HOME
+    public_path: str  # vault-relative keys file
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def key_id_for(public_raw: bytes) -> str:
+    return "k-" + hashlib.sha256(public_raw).hexdigest()[:16]
+
+
+def keys_home() -> Path:
+    return config.home_dir() / "keys"
+
+
+def private_key_path(agent: str, key_id: str) -> Path:
+    return keys_home() / validate_name(agent) / f"{key_id}.key"
+
+
+def keys_file(vault: Vault, agent: str) -> Path:
+    return vault.agent_dir(agent) / KEYS_FILE
+
+
+def _parse_keys(text: str, agent: str) -> list[PublicKey]:
+    found = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _KEY_LINE.match(line.strip())
+        if m:
+            found.append(PublicKey(agent, m["id"], m["pub"], m["created"], n))
+    return found
+
+
+def agent_keys(vault: Vault, agent: str) -> list[PublicKey]:
+    """The agent's registered public keys, oldest first (empty when it has none)."""
+    path = keys_file(vault, agent)
+    try:
+        text = read_text(path, what="keys file")
+    except FileNotFoundError:
+        return []
+    return [
+        k for k in _parse_keys(text, agent) if key_id_for(base64.b64decode(k.public)) == k.key_id
+    ]
+
+
+def public_keys(vault: Vault) -> dict[str, PublicKey]:
+    """Every registered key of every agent that has a keys file, by key id."""
+    out: dict[str, PublicKey] = {}
+    folder = vault.root / "agents"
+    if not folder.is_dir():
+        return out
+    for child in sorted(folder.iterdir()):
+        if (child / KEYS_FILE).is_file():
+            try:
+                validate_name(child.name)
+            except VaultmemError:
+                continue
+            for key in agent_keys(vault, child.name):
+                out.setdefault(key.key_id, key)
+    return out
+
+
+def _keys_header(agent: str) -> str:
+    return (
+        "---\ntags:\n  - vaultmem/keys\n---\n\n"
+        f"# Signing keys of {agent}\n\n"
+        "Public Ed25519 keys that sign this agent's log entries (`vaultmem keys create`). "
+        "Never remove a line:\nold entries keep verifying with the key that signed them. "
+        "The private keys are not in the vault.\n\n"
+    )
+
+
+def register_public_key(vault: Vault, agent: str, public_b64: str, created: str) -> Path:
+    """Add one line to agents/<agent>/keys.md (created if missing), keeping what is there."""
+    path = keys_file(vault, agent)
+    kid = key_id_for(base64.b64decode(public_b64))
+    line = f"- `{kid}` ed25519 `{public_b64}` created {created}\n"
+    with exclusive(
+        lock_path(vault.state_dir, f"keys-{agent}"), vault.config.log.lock_timeout, what="keys"
+    ):
+        try:
+            text = read_text(path, what="keys file")
+        except FileNotFoundError:
+            text = _keys_header(agent)
+        if any(k.key_id == kid for k in _parse_keys(text, agent)):
+            return path
+        if text and not text.endswith("\n"):
+            text += "\n"
+        atomic_write(vault.path(vault.rel(path)), text + line)
+    return path
+
+
+def _ed25519() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    return ed25519
+
+
+def create_key(vault: Vault, agent: str) -> KeyInfo:
+    """Make a new key pair for `agent`: private key in VAULTMEM_HOME, public key in the vault."""
+    validate_name(agent)
+    ed = _ed25519()
+    private = ed.Ed25519PrivateKey.generate()
+    from cryptography.hazmat.primitives import serialization
+
+    seed = private.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    public_raw = private.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
+    kid = key_id_for(public_raw)
+    path = private_key_path(agent, kid)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path.parent, 0o700)
+        os.chmod(path.parent.parent, 0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, base64.b64encode(seed) + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise VaultmemError(
+            f"cannot write the private key {path}: {exc.strerror}",
+            "check that VAULTMEM_HOME is writable",
+        ) from exc
+    created = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    public_b64 = base64.b64encode(public_raw).decode("ascii")
+    kfile = register_public_key(vault, agent, public_b64, created)
+    return KeyInfo(agent, kid, public_b64, str(path), vault.rel(kfile))
+
+
+def has_usable_key(vault: Vault, agent: str) -> bool:
+    return any(private_key_path(agent, k.key_id).is_file() for k in agent_keys(vault, agent))
+
+
+def ensure_key(vault: Vault, agent: str) -> KeyInfo | None:
+    """For `init`: create a key only when this machine holds no private key for a registered one."""
+    if has_usable_key(vault, agent):
+        return None
+    return create_key(vault, agent)
+
+
+class Signer:
+    """Signs with one private key; cryptography is loaded on the first signature."""
+
+    def __init__(self, agent: str, key_id: str, path: Path) -> None:
+        self.agent = agent
+        self.key_id = key_id
+        self.path = path
+        self._key: Any = None
+
+    def _load(self) -> Any:
+        if self._key is None:
+            try:
+                st = self.path.stat()
+                seed = base64.b64decode(self.path.read_bytes().strip(), validate=True)
+            except (OSError, ValueError) as exc:
+                raise IntegrityError(
+                    f"cannot read the private key {self.path}",
+                    f"create a new one with: vaultmem keys create --agent {self.agent}",
+                ) from exc
+            if os.name == "posix" and st.st_mode & 0o077:
+                raise IntegrityError(
+                    f"the private key {self.path} is readable by other users "
+                    f"(mode {oct(st.st_mode & 0o777)})",
+                    f"run: chmod 600 {self.path}",
+                )
+            if len(seed) != 32:
+                raise IntegrityError(
+                    f"the private key {self.path} is not an Ed25519 seed",
+                    f"create a new one with: vaultmem keys create --agent {self.agent}",
+                )
+            self._key = _ed25519().Ed25519PrivateKey.from_private_bytes(seed)
+        return self._key
+
+    def sign(self, entry_hash: str) -> str:
+        sig: bytes = self._load().sign(SIG_DOMAIN + entry_hash.encode("ascii"))
+        return base64.b64encode(sig).decode("ascii")
+
+
+def signer_for(vault: Vault, agent: str) -> Signer | None:
+    """The newest registered key of `agent` whose private half this machine holds, or None."""
+    for key in reversed(agent_keys(vault, agent)):
+        path = private_key_path(agent, key.key_id)
+        if path.is_file():
+            return Signer(agent, key.key_id, path)
+    return None
+
+
+def verify_signature(public_b64: str, entry_hash: str, sig_b64: str) -> bool:
+    ed = _ed25519()
+    from cryptography.exceptions import InvalidSignature
+
+    try:
+        pub = ed.Ed25519PublicKey.from_public_bytes(base64.b64decode(public_b64))
+        pub.verify(
+            base64.b64decode(sig_b64, validate=True), SIG_DOMAIN + entry_hash.encode("ascii")
+        )
+    except (InvalidSignature, ValueError):
+        return False
+    return True
