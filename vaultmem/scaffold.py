@@ -137,6 +137,9 @@ def init_vault(
             created.append(rel)
 
     make("Start.md", template("Start.md"))
+    from vaultmem.bank import REVIEW_PAGE, list_bank, review_page_text  # layer 2: pending facts
+
+    make(REVIEW_PAGE, review_page_text(list_bank(vault)))
     make("memory/MEMORY.md", template("memory/MEMORY.md"))
     for rel in ("nexus/live-context.md", "nexus/project-state.md", "nexus/decisions.md"):
         make(rel, template(rel))

@@ -1,3 +1,464 @@
-"""Commands of the bank layer (registered on the shared app by importing this module)."""
+"""Layer 2 commands: retain (agents propose), promote (people review), bank prune."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from vaultmem.cli.base import (
+    AgentOpt,
+    JsonOpt,
+    VaultOpt,
+    app,
+    emit,
+    emit_json,
+    example,
+    open_vault,
+    read_text_arg,
+    warn,
+)
+from vaultmem.config import ENV_REVIEWER
+
+ReviewerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reviewer",
+        "-r",
+        envvar=ENV_REVIEWER,
+        help="The person reviewing (listed under `reviewers` in vaultmem.toml) [env VAULTMEM_REVIEWER; default: default_reviewer].",
+        show_default=False,
+    ),
+]
+
+
+def _retain_line(res: Any) -> str:
+    if res.outcome == "duplicate":
+        extra = f"evidence {res.evidence}" + (
+            ", dry run" if res.dry_run else ", nothing new written"
+        )
+        return f"duplicate {res.target} ({extra})"
+    where = res.path or "(dry run)"
+    if res.outcome == "may_supersede":
+        return f"may supersede {res.target} (wrote {res.id} {where})"
+    return f"inserted {res.id} {where}"
+
+
+def _warn_redactions(results: Any) -> None:
+    kinds = sorted({k for r in results for k in r.redacted})
+    if kinds:
+        warn(f"redacted what looked like credentials ({', '.join(kinds)}) before writing")
+
+
+@app.command(
+    epilog=example(
+        'vaultmem retain "Chiara wants migrations reviewed before Friday" --type preference '
+        "--agent ella --source session-2026-11-29",
+        "vaultmem retain --from session.txt --agent ella --dry-run",
+    ),
+)
+def retain(
+    text: Annotated[
+        str | None,
+        typer.Argument(
+            help="The fact, one to three sentences ('-' reads stdin).", show_default=False
+        ),
+    ] = None,
+    type_: Annotated[
+        str | None,
+        typer.Option(
+            "--type",
+            "-t",
+            help="decision, fact, failure, preference, user, project or reference.",
+            show_default=False,
+        ),
+    ] = None,
+    tags: Annotated[
+        list[str] | None, typer.Option("--tag", help="A tag (repeatable).", show_default=False)
+    ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(help="Where it comes from (session, ticket, file).", show_default=False),
+    ] = None,
+    valid_until: Annotated[
+        str | None,
+        typer.Option(
+            "--valid-until", help="YYYY-MM-DD after which it no longer holds.", show_default=False
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(help="Short title (default: from the first line).", show_default=False),
+    ] = None,
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="A session transcript (file, or '-' for stdin): Claude proposes the facts.",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would happen; write nothing.")
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Propose facts into the agent's bank, pending review: inserted, duplicate ID or may supersede ID.
+
+    A duplicate of an existing memory or pending fact is not written again: the existing one gets
+    its evidence count raised and the source appended. Secrets are redacted (or refused, exit 8).
+    --from needs ANTHROPIC_API_KEY (exit 7 without it) and writes all facts or none.
+    """
+    from vaultmem.errors import UsageError
+
+    v = open_vault(vault)
+    who = v.require_agent(agent)
+    if from_ is not None:
+        if text is not None:
+            raise UsageError(
+                "pass TEXT or --from TRANSCRIPT, not both", "see: vaultmem retain --help"
+            )
+        _retain_from(v, who, from_, source, tags or [], dry_run, as_json)
+        return
+    if text is None:
+        raise UsageError(
+            "nothing to retain", "pass the fact as TEXT, '-' for stdin, or --from FILE"
+        )
+    if not type_:
+        raise UsageError(
+            "retain needs --type",
+            "one of: decision, fact, failure, preference, user, project, reference",
+        )
+    from vaultmem.bank import retain as do_retain
+
+    res = do_retain(
+        v,
+        read_text_arg(text),
+        agent=who,
+        type_=type_,
+        tags=tags or [],
+        source=source,
+        valid_until=valid_until,
+        name=name,
+        dry_run=dry_run,
+    )
+    _warn_redactions([res])
+    if as_json:
+        emit_json(res.to_dict())
+    else:
+        emit(_retain_line(res))
+
+
+def _retain_from(
+    v: Any, agent: str, path: str, source: str | None, tags: list[str], dry_run: bool, as_json: bool
+) -> None:
+    from vaultmem.bank import Proposal, retain_many
+    from vaultmem.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
+    from vaultmem.errors import NotFoundError
+    from vaultmem.fsio import read_text
+    from vaultmem.llm import extract_facts
+
+    if path == "-":
+        import sys
+
+        transcript, label = sys.stdin.read(), source or "stdin"
+    else:
+        file = Path(path).expanduser()
+        try:
+            transcript = read_text(file, what="transcript")
+        except FileNotFoundError:
+            raise NotFoundError(
+                f"no transcript at {file}", "pass a file path, or '-' for stdin"
+            ) from None
+        label = source or file.name
+    extraction = extract_facts(
+        transcript,
+        settings=v.config.llm,
+        api_key=env(ENV_ANTHROPIC_KEY),
+        base_url=env(ENV_ANTHROPIC_BASE_URL),
+    )
+    for why in extraction.skipped:
+        warn(f"skipped a malformed proposal ({why})")
+    proposals = [
+        Proposal(
+            text=c.text,
+            type=c.type,
+            tags=tuple(dict.fromkeys([*tags, *c.tags])),
+            source=f"{label}#L{c.line_start}-L{c.line_end}",
+            quote=c.quote,
+        )
+        for c in extraction.candidates
+    ]
+    results = retain_many(v, proposals, agent=agent, dry_run=dry_run) if proposals else []
+    _warn_redactions(results)
+    if as_json:
+        emit_json(
+            {
+                "results": [r.to_dict() for r in results],
+                "skipped": list(extraction.skipped),
+                "chunks": extraction.chunks,
+                "model": extraction.model,
+                "usage": extraction.usage,
+                "dry_run": dry_run,
+            }
+        )
+        return
+    if not results:
+        emit("nothing worth retaining was found")
+    for res in results:
+        emit(f"{_retain_line(res)}  [{res.type}] {res.text}")
+    if dry_run:
+        warn("dry run: nothing was written")
+
+
+# --- promote -----------------------------------------------------------------------------
+
+promote_app = typer.Typer(
+    help="The human review gate: approve, edit, merge or reject what agents retained.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+app.add_typer(promote_app, name="promote")
+
+
+@promote_app.callback(
+    epilog=example("vaultmem promote --reviewer chiara", "vaultmem promote list --json"),
+)
+def promote(
+    ctx: typer.Context,
+    reviewer: ReviewerOpt = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Review pending facts one at a time (interactive; needs a terminal).
+
+    Keys: a approve, e edit ($EDITOR), m merge into a memory, r reject, s skip, q quit. Refused
+    (exit 8) when an agent is acting (--agent / VAULTMEM_AGENT) or the reviewer is not listed.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    import sys
+
+    from vaultmem.errors import UsageError
+    from vaultmem.review import resolve_reviewer
+
+    v = open_vault(vault)
+    who = resolve_reviewer(v, reviewer, acting_agent=agent)
+    if not sys.stdin.isatty():
+        raise UsageError(
+            "interactive promote needs a terminal",
+            "in scripts use: vaultmem promote list / approve ID / reject ID --why TEXT / apply",
+        )
+    from vaultmem.cli.output_bank import interactive_review
+
+    decisions = interactive_review(v, who)
+    if as_json:
+        emit_json({"decisions": [d.to_dict() for d in decisions]})
+
+
+@promote_app.command(
+    "list", epilog=example("vaultmem promote list", "vaultmem promote list --agent ella --json")
+)
+def list_(
+    status: Annotated[
+        str, typer.Option(help="pending, approved, rejected, expired or all.")
+    ] = "pending",
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List bank facts (default: the review queue), with the memories most like each."""
+    from vaultmem.bank import STATUSES, list_bank
+    from vaultmem.errors import UsageError
+    from vaultmem.review import QueueItem, review_queue
+
+    v = open_vault(vault)
+    if status == "pending":
+        items = review_queue(v, agent=agent)
+    elif status == "all" or status in STATUSES:
+        if agent:
+            v.require_agent(agent)
+        statuses = None if status == "all" else (status,)
+        items = [QueueItem(f, ()) for f in list_bank(v, agent=agent, statuses=statuses)]
+    else:
+        raise UsageError(f"unknown status {status!r}", f"use one of: {', '.join(STATUSES)}, all")
+    if as_json:
+        emit_json({"facts": [i.to_dict() for i in items]})
+        return
+    from vaultmem.cli.output_bank import render_queue
+
+    render_queue(items, status)
+
+
+@promote_app.command(
+    epilog=example("vaultmem promote approve b-1a2b3c4d --reviewer chiara --scope shared"),
+)
+def approve(
+    fact_id: Annotated[str, typer.Argument(metavar="ID", help="Bank fact id (or file name).")],
+    scope: Annotated[
+        str, typer.Option(help="shared (memory/) or agent (the author's own memory).")
+    ] = "shared",
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            "-n",
+            help="Name of the memory (default: the fact's name).",
+            show_default=False,
+        ),
+    ] = None,
+    description: Annotated[
+        str | None,
+        typer.Option(help="Its MEMORY.md line (default: the first line).", show_default=False),
+    ] = None,
+    supersedes: Annotated[
+        str | None,
+        typer.Option(
+            help="Id of a memory the new one replaces (kept, marked superseded).",
+            show_default=False,
+        ),
+    ] = None,
+    reviewer: ReviewerOpt = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Turn a bank fact into a memory (note + MEMORY.md line). Exit 8 if an agent tries."""
+    from vaultmem.review import approve as do_approve
+
+    decision = do_approve(
+        open_vault(vault),
+        fact_id,
+        reviewer=reviewer,
+        acting_agent=agent,
+        scope=scope,
+        name=name,
+        description=description,
+        supersedes=supersedes,
+    )
+    if as_json:
+        emit_json(decision.to_dict())
+        return
+    assert decision.memory is not None
+    emit(f"approved {decision.fact.id} -> {decision.memory.id} {decision.memory.path}")
+
+
+@promote_app.command(
+    epilog=example(
+        'vaultmem promote reject b-1a2b3c4d --why "only true for staging" --reviewer chiara'
+    ),
+)
+def reject(
+    fact_id: Annotated[str, typer.Argument(metavar="ID", help="Bank fact id (or file name).")],
+    why: Annotated[str, typer.Option("--why", help="What is wrong with it; kept in the note.")],
+    reviewer: ReviewerOpt = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject a bank fact with a reason (kept as status: rejected). Exit 8 if an agent tries."""
+    from vaultmem.review import reject as do_reject
+
+    decision = do_reject(open_vault(vault), fact_id, why=why, reviewer=reviewer, acting_agent=agent)
+    if as_json:
+        emit_json(decision.to_dict())
+    else:
+        emit(f"rejected {decision.fact.id} ({decision.fact.path})")
+
+
+@promote_app.command(
+    epilog=example("vaultmem promote merge b-1a2b3c4d --into m-bacc2cb0 --reviewer chiara"),
+)
+def merge(
+    fact_id: Annotated[str, typer.Argument(metavar="ID", help="Bank fact id (or file name).")],
+    into: Annotated[str, typer.Option("--into", help="The memory to merge it into (id or name).")],
+    reviewer: ReviewerOpt = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fold a bank fact into an existing memory (text appended, evidence summed)."""
+    from vaultmem.review import merge as do_merge
+
+    decision = do_merge(open_vault(vault), fact_id, into, reviewer=reviewer, acting_agent=agent)
+    if as_json:
+        emit_json(decision.to_dict())
+        return
+    assert decision.memory is not None
+    emit(f"merged {decision.fact.id} into {decision.memory.id} {decision.memory.path}")
+
+
+@promote_app.command("apply", epilog=example("vaultmem promote apply --reviewer chiara --dry-run"))
+def apply_(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be carried out; change nothing.")
+    ] = False,
+    reviewer: ReviewerOpt = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Carry out the status: approved / rejected (with reason:) people set in Obsidian.
+
+    Exits 0 when everything was carried out, 5 when some notes could not be (listed, untouched).
+    """
+    from vaultmem.review import apply as do_apply
+
+    report = do_apply(open_vault(vault), reviewer=reviewer, acting_agent=agent, dry_run=dry_run)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        for action, fid in report.planned:
+            emit(f"would {action} {fid}")
+        for d in report.done:
+            target = f" -> {d.memory.id} {d.memory.path}" if d.memory else ""
+            emit(f"{d.action} {d.fact.id}{target}")
+        for p in report.problems:
+            warn(f"{p.path}: {p.message}")
+        if not (report.planned or report.done or report.problems):
+            emit("nothing to apply")
+    if report.problems:
+        raise typer.Exit(5)
+
+
+# --- bank --------------------------------------------------------------------------------
+
+bank_app = typer.Typer(help="Bank upkeep: expire stale pending facts.", no_args_is_help=True)
+app.add_typer(bank_app, name="bank")
+
+
+@bank_app.command(epilog=example("vaultmem bank prune --older-than 60d --dry-run"))
+def prune(
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than",
+            help="Age after which a pending fact expires: 60d, 8w (default: [bank] prune_after_days).",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would expire; change nothing.")
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move stale pending facts (and those past valid_until) to status: expired. Deletes nothing."""
+    from vaultmem.bank import prune as do_prune
+    from vaultmem.review import parse_age
+
+    days = parse_age(older_than) if older_than else None
+    result = do_prune(open_vault(vault), older_than_days=days, agent=agent, dry_run=dry_run)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    verb = "would expire" if dry_run else "expired"
+    for fact in result.expired:
+        emit(f"{verb} {fact.id} {fact.path}")
+    if not result.expired:
+        emit("nothing to expire")

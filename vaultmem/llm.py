@@ -1,0 +1,327 @@
+"""The only module that imports `anthropic`: candidate facts from a session transcript.
+
+`extract_facts` numbers the transcript's lines, cuts it into chunks of whole lines, and asks the
+model (forced tool use: the reply is a `record_facts` call whose input follows a JSON schema) for
+the facts worth keeping, each with its type, text and the lines it rests on. The instructions and
+the tool definition never change between calls, so they carry `cache_control` and later chunks
+(and later sessions within the cache lifetime) read them from the prompt cache.
+
+All chunks are extracted before anything is returned: an API error, a timeout or a malformed
+reply on chunk 3 of 4 fails the whole call, and the caller writes nothing. The SDK retries what
+it considers retryable (429, 5xx including 529 overloaded, timeouts, connection errors) with its
+own backoff; the number of retries and the timeout come from `[llm]` in vaultmem.toml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vaultmem.bank import BANK_TYPES as FACT_TYPES
+from vaultmem.config import ENV_ANTHROPIC_KEY, LLMSettings
+from vaultmem.errors import LLMError, UsageError
+
+TOOL_NAME = "record_facts"
+MAX_QUOTE_LINES = 12
+MAX_QUOTE_CHARS = 1500
+
+INSTRUCTIONS = """\
+You read the transcript of a working session between a person and an AI agent, and pick out what
+is worth remembering in later sessions. The facts you record are proposals: a person reviews each
+one before it becomes shared memory, so fewer, better facts beat many weak ones.
+
+Record a fact only if it will still matter in a week and a later session could not easily find it
+again in the code or documents:
+- decision: a choice that was made, with its reason ("Use Stripe Checkout, not Elements, because ...").
+- failure: something that went wrong, why, and the fix adopted.
+- preference: how the person wants things done, as they stated or corrected it.
+- user: a non-obvious fact about the person (role, schedule, responsibilities).
+- project: a fact about the project (deadlines, constraints, who owns what).
+- reference: where something lives (a document, a dashboard, a command).
+- fact: anything else durable and non-obvious.
+
+Do not record: small talk, steps of the work itself, things that were only tried or guessed,
+anything the transcript says is temporary, and never credentials, tokens or passwords.
+
+Write each fact as one to three plain sentences that make sense on their own, without "the user
+said" or "in this session". Give the first and last transcript line numbers the fact rests on
+(the numbers at the start of each line). Record nothing if nothing qualifies: an empty list is a
+good answer. Call the record_facts tool exactly once.
+"""
+
+TOOL: dict[str, Any] = {
+    "name": TOOL_NAME,
+    "description": "Record the durable facts found in the transcript (possibly none).",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "type": {"type": "string", "enum": list(FACT_TYPES)},
+                        "text": {"type": "string", "description": "The fact, 1-3 sentences."},
+                        "line_start": {"type": "integer", "minimum": 1},
+                        "line_end": {"type": "integer", "minimum": 1},
+                        "tags": {"type": "array", "items": {"type": "string"}},
+                    },
+                    "required": ["type", "text", "line_start", "line_end"],
+                },
+            }
+        },
+        "required": ["facts"],
+    },
+    "cache_control": {"type": "ephemeral"},
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One fact the model proposed, with the transcript lines it rests on."""
+
+    type: str
+    text: str
+    line_start: int
+    line_end: int
+    quote: str
+    tags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["tags"] = list(self.tags)
+        return out
+
+
+@dataclass(frozen=True)
+class Extraction:
+    candidates: tuple[Candidate, ...]
+    skipped: tuple[str, ...]  # why individual proposals were dropped (unknown type, empty, ...)
+    chunks: int
+    model: str
+    usage: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "candidates": [c.to_dict() for c in self.candidates],
+            "skipped": list(self.skipped),
+            "chunks": self.chunks,
+            "model": self.model,
+            "usage": self.usage,
+        }
+
+
+def chunk_lines(lines: Sequence[str], chunk_chars: int) -> list[tuple[int, int]]:
+    """Cut numbered lines into (first, last) 1-based ranges of at most ~chunk_chars characters.
+
+    A line longer than a chunk gets a chunk of its own: lines are never split, so every line
+    number the model cites is a real line.
+    """
+    ranges: list[tuple[int, int]] = []
+    start, size = 1, 0
+    for n, line in enumerate(lines, 1):
+        cost = len(line) + 8
+        if size and size + cost > chunk_chars:
+            ranges.append((start, n - 1))
+            start, size = n, 0
+        size += cost
+    if lines:
+        ranges.append((start, len(lines)))
+    return ranges
+
+
+def _numbered(lines: Sequence[str], first: int, last: int) -> str:
+    return "\n".join(f"{n}: {lines[n - 1]}" for n in range(first, last + 1))
+
+
+def _quote(lines: Sequence[str], first: int, last: int) -> str:
+    picked = lines[first - 1 : min(last, first + MAX_QUOTE_LINES - 1)]
+    text = "\n".join(f"L{first + i}: {ln}" for i, ln in enumerate(picked))
+    if len(text) > MAX_QUOTE_CHARS:
+        text = text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+    elif last - first + 1 > MAX_QUOTE_LINES:
+        text += "\n…"
+    return text
+
+
+def _client(settings: LLMSettings, api_key: str, base_url: str | None) -> Any:
+    import anthropic
+
+    return anthropic.Anthropic(
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=settings.max_retries,
+        timeout=settings.timeout,
+    )
+
+
+def _call(client: Any, settings: LLMSettings, user_text: str) -> Any:
+    import anthropic
+
+    try:
+        return client.messages.create(
+            model=settings.model,
+            max_tokens=settings.max_tokens,
+            system=[{"type": "text", "text": INSTRUCTIONS, "cache_control": {"type": "ephemeral"}}],
+            tools=[TOOL],
+            tool_choice={"type": "tool", "name": TOOL_NAME},
+            messages=[{"role": "user", "content": user_text}],
+        )
+    except anthropic.AuthenticationError as exc:
+        raise LLMError(
+            "the Anthropic API rejected the key (401 authentication error); nothing was written",
+            f"check {ENV_ANTHROPIC_KEY}",
+        ) from exc
+    except anthropic.PermissionDeniedError as exc:
+        raise LLMError(
+            f"the Anthropic API refused the request (403): {_api_message(exc)}; nothing was written",
+            f"check that the key may use model {settings.model!r}",
+        ) from exc
+    except anthropic.APITimeoutError as exc:
+        raise LLMError(
+            f"the Anthropic API did not answer within {settings.timeout:g}s "
+            f"(after {settings.max_retries} retries); nothing was written",
+            "try again later, or raise [llm] timeout in vaultmem.toml",
+        ) from exc
+    except anthropic.APIConnectionError as exc:
+        raise LLMError(
+            f"cannot reach the Anthropic API: {exc}; nothing was written",
+            "check the network (and ANTHROPIC_BASE_URL if you set it)",
+        ) from exc
+    except anthropic.APIStatusError as exc:
+        retried = (
+            " after retries" if exc.status_code in (408, 409, 429) or exc.status_code >= 500 else ""
+        )
+        raise LLMError(
+            f"the Anthropic API answered {exc.status_code}{retried}: {_api_message(exc)}; "
+            "nothing was written",
+            "try again later" if retried else "see the message above",
+        ) from exc
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "message", exc))
+
+
+def _parse_reply(
+    reply: Any, lines: Sequence[str], first: int, last: int, skipped: list[str]
+) -> list[Candidate]:
+    """The facts in one reply; a reply without a well-formed tool call raises LLMError."""
+    if getattr(reply, "stop_reason", None) == "max_tokens":
+        raise LLMError(
+            "the model's reply was cut off at max_tokens; nothing was written",
+            "raise [llm] max_tokens or lower [llm] chunk_chars in vaultmem.toml",
+        )
+    calls = [
+        b
+        for b in getattr(reply, "content", None) or []
+        if getattr(b, "type", None) == "tool_use" and getattr(b, "name", None) == TOOL_NAME
+    ]
+    if not calls:
+        raise LLMError(
+            f"the model's reply was malformed (no {TOOL_NAME} call); nothing was written",
+            "try again; if it keeps happening, try another [llm] model",
+        )
+    data = calls[0].input
+    facts = data.get("facts") if isinstance(data, dict) else None
+    if not isinstance(facts, list):
+        raise LLMError(
+            "the model's reply was malformed ('facts' is not a list); nothing was written",
+            "try again; if it keeps happening, try another [llm] model",
+        )
+    out = []
+    for i, item in enumerate(facts, 1):
+        if not isinstance(item, dict):
+            skipped.append(f"lines {first}-{last}, item {i}: not an object")
+            continue
+        kind, text = item.get("type"), item.get("text")
+        if kind not in FACT_TYPES:
+            skipped.append(f"lines {first}-{last}, item {i}: unknown type {kind!r}")
+            continue
+        if not isinstance(text, str) or not text.strip():
+            skipped.append(f"lines {first}-{last}, item {i}: empty text")
+            continue
+        start, end = item.get("line_start"), item.get("line_end")
+        if not isinstance(start, int) or isinstance(start, bool):
+            start = first
+        if not isinstance(end, int) or isinstance(end, bool):
+            end = start
+        start = min(max(start, first), last)
+        end = min(max(end, start), last)
+        raw_tags = item.get("tags")
+        tags = tuple(
+            t.strip().lstrip("#").replace(" ", "-")
+            for t in (raw_tags if isinstance(raw_tags, list) else [])
+            if isinstance(t, str) and t.strip().lstrip("#")
+        )
+        out.append(
+            Candidate(
+                type=kind,
+                text=" ".join(text.split()),
+                line_start=start,
+                line_end=end,
+                quote=_quote(lines, start, end),
+                tags=tags,
+            )
+        )
+    return out
+
+
+def extract_facts(
+    transcript: str,
+    *,
+    settings: LLMSettings,
+    api_key: str | None,
+    base_url: str | None = None,
+) -> Extraction:
+    """Ask the model for candidate facts in a transcript. All chunks or an LLMError (exit 7)."""
+    if not api_key:
+        raise LLMError(
+            f"retain --from needs an Anthropic API key and {ENV_ANTHROPIC_KEY} is not set",
+            f"export {ENV_ANTHROPIC_KEY}=... (or retain facts one by one: vaultmem retain TEXT --type T)",
+        )
+    if not transcript.strip():
+        raise UsageError(
+            "the transcript is empty", "pass a file with the session, or '-' for stdin"
+        )
+    if len(transcript) > settings.max_transcript_chars:
+        raise UsageError(
+            f"the transcript is {len(transcript):,} characters; the limit is "
+            f"{settings.max_transcript_chars:,} ([llm] max_transcript_chars)",
+            "pass the relevant part of the session, or raise the limit in vaultmem.toml",
+        )
+    lines = transcript.splitlines()
+    ranges = chunk_lines(lines, max(settings.chunk_chars, 1000))
+    client = _client(settings, api_key, base_url)
+    skipped: list[str] = []
+    found: list[Candidate] = []
+    usage: dict[str, int] = {}
+    for first, last in ranges:
+        header = (
+            f"Transcript lines {first}-{last} of {len(lines)} "
+            f"(part {ranges.index((first, last)) + 1} of {len(ranges)}):\n\n"
+        )
+        reply = _call(client, settings, header + _numbered(lines, first, last))
+        found += _parse_reply(reply, lines, first, last, skipped)
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ):
+            value = getattr(getattr(reply, "usage", None), key, None)
+            if isinstance(value, int):
+                usage[key] = usage.get(key, 0) + value
+    return Extraction(
+        candidates=tuple(found),
+        skipped=tuple(skipped),
+        chunks=len(ranges),
+        model=settings.model,
+        usage=usage,
+    )

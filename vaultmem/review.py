@@ -1,0 +1,475 @@
+"""The review gate: people approve, edit, merge or reject what agents retained.
+
+Every action starts with `resolve_reviewer`, which refuses (exit 8) when an agent is acting
+(`--agent` / VAULTMEM_AGENT), when the reviewer is an agent's name or is not listed under
+`reviewers` in vaultmem.toml, and (per fact) when the reviewer is the fact's author.
+
+This is a guard against mistakes and against an agent following its instructions literally; it is
+not a security boundary. An agent that runs as the same OS user can edit the notes directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vaultmem import bank, memory, notes
+from vaultmem.errors import ReviewRefusedError, UsageError, VaultmemError
+from vaultmem.fsio import atomic_write, read_text
+from vaultmem.vault import Vault, validate_name
+
+REVIEWABLE = ("pending", "expired")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one review action did."""
+
+    action: str  # "approved", "merged", "rejected", "edited"
+    fact: bank.BankFact  # the bank fact after the action
+    reviewer: str
+    memory: memory.Fact | None = None  # the memory it became (or was merged into)
+    decision_log: str | None = None  # id of the decision-log entry, when one was written
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "reviewer": self.reviewer,
+            "fact": self.fact.to_dict(),
+            "memory": self.memory.to_dict() if self.memory else None,
+            "decision_log": self.decision_log,
+        }
+
+
+@dataclass(frozen=True)
+class ApplyProblem:
+    path: str
+    id: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ApplyReport:
+    """What `promote apply` carried out, and what it could not (left as the person wrote it)."""
+
+    done: tuple[Decision, ...]
+    problems: tuple[ApplyProblem, ...]
+    planned: tuple[tuple[str, str], ...] = ()  # (action, bank id) under --dry-run
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "done": [d.to_dict() for d in self.done],
+            "problems": [p.to_dict() for p in self.problems],
+            "planned": [{"action": a, "id": i} for a, i in self.planned],
+            "dry_run": self.dry_run,
+        }
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    fact: bank.BankFact
+    similar: tuple[bank.Match, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.fact.to_dict(), "similar": [m.to_dict() for m in self.similar]}
+
+
+# --- the gate ----------------------------------------------------------------------------
+
+
+def resolve_reviewer(vault: Vault, reviewer: str | None, *, acting_agent: str | None) -> str:
+    """The person reviewing, or ReviewRefusedError (exit 8)."""
+    listed = ", ".join(vault.config.reviewers) or "none"
+    if acting_agent:
+        raise ReviewRefusedError(
+            f"refused: an agent ({acting_agent}) is acting; approvals come from people",
+            "a reviewer runs this without --agent and with VAULTMEM_AGENT unset",
+        )
+    name = reviewer or vault.config.default_reviewer
+    if not name:
+        raise UsageError(
+            "who is reviewing?",
+            f"pass --reviewer NAME (reviewers: {listed}), set VAULTMEM_REVIEWER, "
+            "or default_reviewer in vaultmem.toml",
+        )
+    validate_name(name, "reviewer")
+    if name in vault.known_agents():
+        raise ReviewRefusedError(
+            f"refused: {name!r} is an agent; agents never approve facts",
+            f"reviewers are people listed in vaultmem.toml ({listed})",
+        )
+    if name not in vault.config.reviewers:
+        raise ReviewRefusedError(
+            f"refused: {name!r} is not a reviewer of this vault",
+            f"reviewers: {listed}; add one with: vaultmem init --reviewer {name}",
+        )
+    return name
+
+
+def _not_self(fact: bank.BankFact, reviewer: str) -> None:
+    if fact.author == reviewer:
+        raise ReviewRefusedError(
+            f"refused: {reviewer} proposed {fact.id} and cannot approve it", "ask another reviewer"
+        )
+
+
+def _load(vault: Vault, ref: str) -> tuple[Path, bank.BankFact]:
+    path, note = bank.find_bank(vault, ref)
+    return path, bank.fact_from_note(vault, path, note)
+
+
+def _reviewable(fact: bank.BankFact, allowed: tuple[str, ...] = REVIEWABLE) -> None:
+    if fact.status not in allowed:
+        where = f" as {fact.memory}" if fact.memory else ""
+        raise UsageError(
+            f"{fact.id} is already {fact.status}{where}",
+            "only pending (or expired) facts are reviewed; see: vaultmem promote list",
+        )
+
+
+def _link(vault: Vault, fact: memory.Fact) -> str:
+    return f"[[{fact.path.removesuffix('.md')}|{fact.name}]]"
+
+
+# --- queue -------------------------------------------------------------------------------
+
+
+def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) -> list[QueueItem]:
+    """Pending facts, oldest first, each with the memories most like it."""
+    if agent:
+        vault.require_agent(agent)
+    facts = bank.list_bank(vault, agent=agent)
+    if not facts or similar <= 0:
+        return [QueueItem(f, ()) for f in facts]
+    cands = bank._memory_candidates(vault)
+    out = []
+    for fact in sorted(facts, key=lambda f: (f.created, f.path)):
+        ranked = bank.rank_matches(bank.signature(fact.text), cands, 0.2)
+        out.append(QueueItem(fact, tuple(m for m, _c in ranked[:similar])))
+    return out
+
+
+# --- actions -----------------------------------------------------------------------------
+
+
+def _decision_log(vault: Vault, fact: bank.BankFact, reviewer: str) -> str | None:
+    """An approved `decision` also goes on the decision log, once that layer exists."""
+    if fact.type != "decision":
+        return None
+    try:
+        from vaultmem import log
+    except ImportError:
+        return None
+    decide = getattr(log, "decide", None)
+    if decide is None:
+        return None
+    entry = decide(
+        vault, fact.text, why=f"approved by {reviewer} from {fact.id}", agent=fact.author
+    )
+    return str(getattr(entry, "id", "")) or None
+
+
+def _approve(
+    vault: Vault,
+    path: Path,
+    fact: bank.BankFact,
+    reviewer: str,
+    *,
+    scope: str,
+    name: str | None,
+    description: str | None,
+    supersedes: str | None = None,
+) -> Decision:
+    _not_self(fact, reviewer)
+    if scope not in memory.SCOPES:
+        raise UsageError(f"unknown scope {scope!r}", "use shared or agent")
+    stamp = bank.now_iso()
+    extra: dict[str, Any] = {
+        "approved_by": reviewer,
+        "approved_at": stamp,
+        "source_bank_id": fact.id,
+        "evidence": fact.evidence,
+    }
+    if fact.sources:
+        extra["source"] = list(fact.sources)
+    if fact.tags:
+        extra["tags"] = list(fact.tags)
+    if fact.valid_until:
+        extra["valid_until"] = fact.valid_until
+    made = memory.remember(
+        vault,
+        fact.text,
+        name=(name or fact.name).strip(),
+        type_=fact.type,
+        description=description,
+        scope=scope,
+        agent=fact.author if scope == "agent" else None,
+        author=fact.author,
+        supersedes=supersedes,
+        extra=extra,
+    )
+    try:
+        after = bank.set_status(
+            vault,
+            path,
+            {
+                "status": "approved",
+                "approved_by": reviewer,
+                "approved_at": stamp,
+                "memory": _link(vault, made),
+                "memory_id": made.id,
+                "updated": stamp,
+            },
+        )
+    except BaseException:
+        memory.forget(vault, made.id)  # never leave a memory whose bank note still says pending
+        raise
+    logged = _decision_log(vault, after, reviewer)
+    return Decision("approved", after, reviewer, made, logged)
+
+
+def approve(
+    vault: Vault,
+    ref: str,
+    *,
+    reviewer: str | None,
+    acting_agent: str | None = None,
+    scope: str = "shared",
+    name: str | None = None,
+    description: str | None = None,
+    supersedes: str | None = None,
+) -> Decision:
+    """Turn a bank fact into a memory note + its MEMORY.md line; mark the bank note approved.
+
+    `supersedes` (a memory id, typically the fact's `may_supersede`) keeps that memory but marks
+    it superseded by the new one.
+    """
+    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
+    with bank.bank_lock(vault):
+        path, fact = _load(vault, ref)
+        _reviewable(fact)
+        decision = _approve(vault, path, fact, who, scope=scope, name=name, description=description)
+        bank.refresh_review_page(vault)
+    return decision
+
+
+def _reason(why: str | None) -> str:
+    reason = memory.one_line(why or "", 500, "reason")
+    if not reason:
+        raise UsageError("a rejection needs a reason", "pass --why 'what is wrong with it'")
+    return reason
+
+
+def reject(
+    vault: Vault,
+    ref: str,
+    *,
+    why: str,
+    reviewer: str | None,
+    acting_agent: str | None = None,
+) -> Decision:
+    """Keep the bank note, `status: rejected` with the reason: retain will not propose it again."""
+    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
+    reason = _reason(why)
+    with bank.bank_lock(vault):
+        path, fact = _load(vault, ref)
+        _reviewable(fact)
+        _not_self(fact, who)
+        decision = _reject(vault, path, who, reason)
+        bank.refresh_review_page(vault)
+    return decision
+
+
+def _reject(vault: Vault, path: Path, reviewer: str, reason: str) -> Decision:
+    stamp = bank.now_iso()
+    after = bank.set_status(
+        vault,
+        path,
+        {
+            "status": "rejected",
+            "reason": reason,
+            "rejected_by": reviewer,
+            "rejected_at": stamp,
+            "updated": stamp,
+        },
+    )
+    return Decision("rejected", after, reviewer)
+
+
+def merge(
+    vault: Vault,
+    ref: str,
+    into: str,
+    *,
+    reviewer: str | None,
+    acting_agent: str | None = None,
+) -> Decision:
+    """Fold a bank fact into an existing memory: its text under the memory's body, evidence summed."""
+    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
+    with bank.bank_lock(vault):
+        path, fact = _load(vault, ref)
+        _reviewable(fact)
+        _not_self(fact, who)
+        stamp = bank.now_iso()
+        with bank.memory_lock(vault):
+            mpath, mnote = memory.find_fact(vault, into)
+            notes.require_ok(mnote, mpath)
+            if str(mnote.meta.get("status") or "active") != "active":
+                raise UsageError(
+                    f"{into} is {mnote.meta.get('status')}; merge into an active memory",
+                    "list them with: vaultmem memories",
+                )
+            old = read_text(mpath, what="note")
+            body = mnote.body
+            if bank.normalise(fact.text) not in bank.normalise(body):
+                body = body.rstrip("\n") + f"\n\n{fact.text}\n"
+            head = old[: len(old) - len(mnote.body)] if mnote.body else old
+            sources = list(bank._as_list(mnote.meta.get("source")))
+            sources += [s for s in fact.sources if s not in sources]
+            merged_from = [*bank._as_list(mnote.meta.get("merged_from")), fact.id]
+            updates: dict[str, Any] = {
+                "evidence": bank._as_int(mnote.meta.get("evidence")) + fact.evidence,
+                "merged_from": merged_from,
+                "updated": stamp,
+            }
+            if sources:
+                updates["source"] = sources
+            new = notes.set_frontmatter(head + body, updates, path=mpath)
+            atomic_write(mpath, new)
+            target = memory.list_facts(vault)
+            merged_fact = next(f for f in target if f.path == vault.rel(mpath))
+        after = bank.set_status(
+            vault,
+            path,
+            {
+                "status": "approved",
+                "approved_by": who,
+                "approved_at": stamp,
+                "merged_into": merged_fact.id,
+                "memory": _link(vault, merged_fact),
+                "memory_id": merged_fact.id,
+                "updated": stamp,
+            },
+        )
+        bank.refresh_review_page(vault)
+    return Decision("merged", after, who, merged_fact)
+
+
+def edit(
+    vault: Vault,
+    ref: str,
+    text: str,
+    *,
+    reviewer: str | None,
+    acting_agent: str | None = None,
+) -> Decision:
+    """Replace a pending fact's text (its evidence section stays); secrets are scanned again."""
+    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
+    clean = text.strip()
+    if not clean:
+        raise UsageError("the edited fact is empty", "nothing was changed")
+    from vaultmem.secrets import apply_policy
+
+    clean, _findings = apply_policy(clean, vault.config.secrets.policy, what="edited fact")
+    with bank.bank_lock(vault):
+        path, fact = _load(vault, ref)
+        _reviewable(fact)
+        old = read_text(path, what="bank note")
+        note = notes.require_ok(notes.parse(old), path)
+        _text, quote = bank.split_body(note.body)
+        body = f"\n{clean}\n"
+        if quote:
+            body += f"\n{bank.EVIDENCE_HEADING}\n\n{quote}\n"
+        head = old[: len(old) - len(note.body)] if note.body else old
+        new = notes.set_frontmatter(
+            head + body, {"edited_by": who, "updated": bank.now_iso()}, path=path
+        )
+        atomic_write(path, new)
+        after = bank.fact_from_note(vault, path, notes.read(path))
+    return Decision("edited", after, who)
+
+
+def apply(
+    vault: Vault,
+    *,
+    reviewer: str | None,
+    acting_agent: str | None = None,
+    dry_run: bool = False,
+) -> ApplyReport:
+    """Carry out the `status: approved` / `status: rejected` a person set in Obsidian.
+
+    Approved notes without a `memory:` link become memories (honouring `scope:` and `name:` if
+    the person set them); rejected notes without `rejected_at` are stamped, and need `reason:`.
+    A note that cannot be carried out is reported and left as it is; the others still go ahead.
+    """
+    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
+    done: list[Decision] = []
+    problems: list[ApplyProblem] = []
+    planned: list[tuple[str, str]] = []
+    with bank.bank_lock(vault):
+        for path, _owner in bank.bank_files(vault):
+            quick = bank._read_quick(path)
+            if quick is None or quick[0].get("status") not in ("approved", "rejected"):
+                continue
+            try:
+                note = notes.require_ok(notes.read(path), path)
+            except VaultmemError as exc:
+                problems.append(ApplyProblem(vault.rel(path), quick[0].get("id", ""), str(exc)))
+                continue
+            meta = note.meta
+            fact = bank.fact_from_note(vault, path, note)
+            if fact.status == "approved" and not meta.get("memory") and not meta.get("memory_id"):
+                action = "approve"
+            elif fact.status == "rejected" and not meta.get("rejected_at"):
+                action = "reject"
+            else:
+                continue
+            try:
+                if action == "approve":
+                    scope = str(meta.get("scope") or "shared")
+                    if dry_run:
+                        _not_self(fact, who)
+                        planned.append(("approve", fact.id))
+                        continue
+                    sup = meta.get("supersedes")
+                    done.append(
+                        _approve(
+                            vault,
+                            path,
+                            fact,
+                            who,
+                            scope=scope,
+                            name=None,
+                            description=None,
+                            supersedes=str(sup) if sup else None,
+                        )
+                    )
+                else:
+                    reason = _reason(str(meta.get("reason") or ""))
+                    if dry_run:
+                        planned.append(("reject", fact.id))
+                        continue
+                    done.append(_reject(vault, path, who, reason))
+            except VaultmemError as exc:
+                problems.append(ApplyProblem(fact.path, fact.id, str(exc)))
+        if done:
+            bank.refresh_review_page(vault)
+    return ApplyReport(tuple(done), tuple(problems), tuple(planned), dry_run)
+
+
+def parse_age(text: str) -> int:
+    """'60d', '8w', '60' → days."""
+    raw = text.strip().lower()
+    units = {"d": 1, "w": 7}
+    mult = 1
+    if raw and raw[-1] in units:
+        mult = units[raw[-1]]
+        raw = raw[:-1]
+    if not raw.isdigit():
+        raise UsageError(f"--older-than {text!r} is not an age", "use days or weeks: 60d, 8w")
+    return int(raw) * mult
