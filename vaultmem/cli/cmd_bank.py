@@ -427,7 +427,11 @@ def apply_(
 
 # --- bank --------------------------------------------------------------------------------
 
-bank_app = typer.Typer(help="Bank upkeep: expire stale pending facts.", no_args_is_help=True)
+bank_app = typer.Typer(
+    help="Bank upkeep: expire stale pending facts.",
+    no_args_is_help=True,
+    epilog=example("vaultmem bank prune --older-than 60d"),
+)
 app.add_typer(bank_app, name="bank")
 
 
