@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -54,27 +55,62 @@ def init(
 
 
 @app.command(
-    epilog=example("vaultmem read --agent ella", "vaultmem read --agent ella --json"),
+    epilog=example(
+        "vaultmem read --agent ella",
+        "vaultmem read --agent ella --budget 2000 --json",
+        "vaultmem read --agent ella --peek",
+    ),
 )
-def read(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
-    """Print the session-start pack for an agent: identity and memory indexes.
+def read(
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            "--budget",
+            help="Keep the pack under about this many tokens, dropping the lowest-priority "
+            "sections first (identity never) [default: [read] budget in vaultmem.toml].",
+            show_default=False,
+        ),
+    ] = None,
+    peek: Annotated[
+        bool, typer.Option("--peek", help="Do not mark the log entries shown as read.")
+    ] = False,
+    query: Annotated[
+        str | None,
+        typer.Option(
+            "--query", "-q", help="What this session is about (recall hits).", show_default=False
+        ),
+    ] = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the session-start pack for an agent, most important first.
 
-    Load it before answering. Plain output is markdown meant for a prompt; --json gives the
-    same sections as data.
+    Identity, active decisions, your checkpoint, log entries from other agents since your last
+    read (flagged when they wait for an ack), your recent entries, project state, memory
+    indexes. Load it before answering. Plain output is markdown meant for a prompt; --json gives
+    the same sections as data. The entries shown count as read once the pack is printed
+    (--peek leaves them unread).
     """
-    from vaultmem.context import read_pack
+    from vaultmem.context import commit_cursor, read_pack
 
-    pack = read_pack(open_vault(vault), agent or "")
+    v = open_vault(vault)
+    pack = read_pack(v, agent or "", budget=budget, peek=peek, query=query)
     if as_json:
         emit_json(pack.to_dict())
-        return
-    out = [f"# Session context for {pack.agent}", ""]
-    for section in pack.sections:
-        source = f" ({section.source})" if section.source else ""
-        out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
-    if pack.dropped:
-        out += [f"_Dropped to fit the budget: {', '.join(pack.dropped)}_", ""]
-    emit("\n".join(out))
+    else:
+        out = [f"# Session context for {pack.agent}", ""]
+        for section in pack.sections:
+            source = f" ({section.source})" if section.source else ""
+            out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
+        if pack.dropped:
+            detail = ", ".join(
+                f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped
+            )
+            out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
+        emit("\n".join(out))
+    sys.stdout.flush()  # the pack is out: only now do its entries count as read
+    commit_cursor(v, pack)
 
 
 @app.command(epilog=example("vaultmem status", "vaultmem status --json"))

@@ -1,3 +1,494 @@
-"""Commands of the log layer (registered on the shared app by importing this module)."""
+"""Layer 3 commands: append, log (and log rotate), decide, decisions, checkpoint, state (and
+state set), keys (create, list), verify, repair.
+
+`append` runs on every agent turn: this module imports nothing from the core at the top.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from vaultmem.cli.base import (
+    AgentOpt,
+    JsonOpt,
+    VaultOpt,
+    app,
+    emit,
+    emit_json,
+    example,
+    open_vault,
+    read_text_arg,
+    warn,
+)
+
+
+def _warn_redactions(redactions: Any) -> None:
+    for f in redactions:
+        warn(f"redacted a credential ({f.kind}, line {f.line}) before writing: {f.preview}")
+
+
+@app.command(
+    epilog=example(
+        'vaultmem append "Webhook retries are idempotent now" --channel backend --type fix '
+        "--agent ella",
+        'vaultmem append "Using it, thanks" --type ack --ack ella.3 --agent lyra',
+    ),
+)
+def append(
+    summary: Annotated[str, typer.Argument(help="One line (newlines are folded; capped).")],
+    channel: Annotated[str, typer.Option("--channel", "-c", help="A free word.")] = "general",
+    type_: Annotated[
+        str,
+        typer.Option(
+            "--type",
+            "-t",
+            help="note, handoff, fix, question, answer, decision, alert, ack or state.",
+        ),
+    ] = "note",
+    body: Annotated[
+        str | None,
+        typer.Option(
+            "--body", "-b", help="Longer text, markdown ('-' reads stdin).", show_default=False
+        ),
+    ] = None,
+    acks: Annotated[
+        list[str] | None,
+        typer.Option("--ack", help="Id of an entry this one acknowledges (repeatable)."),
+    ] = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Append one signed entry to the live-context log and print its id.
+
+    Append after every significant turn; --ack the entries you used. Exit 6 when another
+    writer holds the lock past the timeout (retry), 8 when the agent has no signing key
+    or a credential is refused.
+    """
+    from vaultmem.log import append as do_append
+
+    result = do_append(
+        open_vault(vault),
+        agent or "",
+        summary,
+        channel=channel,
+        type_=type_,
+        body=read_text_arg(body) if body is not None else "",
+        acks=acks or [],
+    )
+    _warn_redactions(result.redactions)
+    if as_json:
+        emit_json(result.entry.to_dict())
+    else:
+        emit(result.entry.id)
+
+
+log_app = typer.Typer(
+    help="Read the live-context log (newest last). `log rotate` archives old entries.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+app.add_typer(log_app, name="log")
+
+
+@log_app.callback(
+    epilog=example(
+        "vaultmem log --tail 20",
+        "vaultmem log --since ella.3 --channel backend --json",
+        "vaultmem log --follow",
+    ),
+)
+def log_cmd(
+    ctx: typer.Context,
+    tail: Annotated[
+        int | None,
+        typer.Option(
+            "--tail",
+            "-n",
+            help="The last N entries [default: 20 without --since].",
+            show_default=False,
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Entries after this id, or from this UTC time (2026-11-29T10:00).",
+            show_default=False,
+        ),
+    ] = None,
+    channel: Annotated[
+        str | None, typer.Option("--channel", "-c", help="Only this channel.", show_default=False)
+    ] = None,
+    type_: Annotated[
+        str | None, typer.Option("--type", "-t", help="Only this type.", show_default=False)
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new entries as they come.")
+    ] = False,
+    vault: VaultOpt = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Only entries by this agent (here a filter: VAULTMEM_AGENT is not applied).",
+            show_default=False,
+            rich_help_panel="Common options",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read the live-context log, oldest first. Reads from the end: fast on any log size.
+
+    With --follow, keeps printing new entries (one JSON object per line under --json).
+    Exit 4 when --since names an entry that is not in the log.
+    """
+    if ctx.invoked_subcommand:
+        return
+    from vaultmem.cli.output_log import print_entries
+    from vaultmem.logread import read_log
+
+    v = open_vault(vault)
+    entries = read_log(v, tail=tail, since=since, agent=agent, channel=channel, type_=type_)
+    if as_json and not follow:
+        emit_json({"entries": [e.to_dict() for e in entries]})
+        return
+    print_entries(entries, as_json=as_json)
+    if follow:
+        from vaultmem.logread import follow as do_follow
+
+        for batch in do_follow(v, agent=agent, channel=channel, type_=type_):
+            print_entries(batch, as_json=as_json)
+
+
+@log_app.command("rotate", epilog=example("vaultmem log rotate --keep-days 30"))
+def log_rotate(
+    keep_days: Annotated[
+        int, typer.Option("--keep-days", help="Keep this many days in the live log.")
+    ] = 30,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move older entries to nexus/archive/live-context-YYYY-MM.md. Nothing is deleted;
+    chains still verify across files."""
+    from vaultmem.logcheck import rotate
+
+    result = rotate(open_vault(vault), keep_days=keep_days)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    if not result.moved:
+        emit(f"nothing older than {keep_days} days; {result.kept} entries stay")
+        return
+    for rel, n in result.files.items():
+        emit(f"moved {n} entries to {rel}")
+    emit(f"{result.kept} entries stay in the live log")
+
+
+@app.command(
+    epilog=example(
+        'vaultmem decide "Prices are stored in cents" --why "no float rounding in refunds" '
+        "--tag payments --agent ella",
+        'vaultmem decide "Prices in euro cents, VAT included" --why "gyms quote VAT-inclusive" '
+        "--supersedes ella.d1 --agent ella",
+    ),
+)
+def decide(
+    text: Annotated[str, typer.Argument(help="The decision, one line ('-' reads stdin).")],
+    why: Annotated[str, typer.Option("--why", help="The rationale ('-' reads stdin).")],
+    supersedes: Annotated[
+        str | None, typer.Option(help="Id of the decision this one replaces.", show_default=False)
+    ] = None,
+    tags: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
+    channel: Annotated[
+        str, typer.Option("--channel", "-c", help="Channel of the log entry.")
+    ] = "decisions",
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record a decision in nexus/decisions.md (signed, never pruned) and announce it on the log."""
+    from vaultmem.shared_state import decide as do_decide
+
+    result = do_decide(
+        open_vault(vault),
+        agent or "",
+        read_text_arg(text),
+        why=read_text_arg(why),
+        supersedes=supersedes,
+        tags=tags or [],
+        channel=channel,
+    )
+    _warn_redactions(result.redactions)
+    for w in result.warnings:
+        warn(w)
+    if as_json:
+        emit_json(
+            {"decision": result.decision.to_dict(), "log_entry": result.announcement.to_dict()}
+        )
+    else:
+        emit(result.decision.id)
+
+
+@app.command(epilog=example("vaultmem decisions", "vaultmem decisions --all --json"))
+def decisions(
+    all_: Annotated[
+        bool, typer.Option("--all", help="Include superseded decisions (marked).")
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List active decisions, oldest first."""
+    from vaultmem.shared_state import list_decisions
+
+    found = list_decisions(open_vault(vault), include_superseded=all_)
+    if as_json:
+        emit_json({"decisions": [d.to_dict() for d in found]})
+        return
+    from vaultmem.cli.output_log import print_decisions
+
+    print_decisions(found)
+
+
+@app.command(
+    epilog=example(
+        'vaultmem checkpoint "Retries done; idempotency key test still red" --task "Stripe webhooks" '
+        '--next "fix the idempotency test" --agent ella',
+        "vaultmem checkpoint --show --agent ella",
+    ),
+)
+def checkpoint(
+    text: Annotated[
+        str | None,
+        typer.Argument(help="Where you stopped ('-' reads stdin).", show_default=False),
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", help="The task at hand.", show_default=False)
+    ] = None,
+    next_steps: Annotated[
+        list[str] | None, typer.Option("--next", help="A next step (repeatable).")
+    ] = None,
+    show: Annotated[bool, typer.Option("--show", help="Print the current checkpoint.")] = False,
+    history: Annotated[bool, typer.Option("--history", help="List earlier versions.")] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace your working checkpoint (agents/<agent>/checkpoint.md) atomically.
+
+    A crash mid-write leaves the old or the new checkpoint, never a mix; every version is
+    kept in the journal (--history).
+    """
+    from vaultmem import shared_state
+
+    v = open_vault(vault)
+    if history:
+        versions = shared_state.checkpoint_history(v, agent or "")
+        if as_json:
+            emit_json(
+                {
+                    "versions": [
+                        {k: x.get(k) for k in ("time", "task", "text", "next")} for x in versions
+                    ]
+                }
+            )
+            return
+        if not versions:
+            emit("no earlier versions (they are kept from the first `vaultmem checkpoint` on)")
+        for x in versions:
+            first = (x.get("text") or x.get("raw") or "").strip().split("\n")[0][:80]
+            emit(f"{x.get('time') or '(before vaultmem)'}  {x.get('task') or '-'}  {first}")
+        return
+    if show or (text is None and task is None and not next_steps):
+        cp = shared_state.show_checkpoint(v, agent or "")
+        if as_json:
+            emit_json(cp.to_dict())
+            return
+        if not cp.exists:
+            from vaultmem.errors import NotFoundError
+
+            raise NotFoundError(
+                f"{cp.agent} has no checkpoint yet ({cp.path})",
+                'write one with: vaultmem checkpoint "where I stopped" --task T --next STEP',
+            )
+        emit(Path(v.root / cp.path).read_text(encoding="utf-8"))
+        return
+    cp, found = shared_state.write_checkpoint(
+        v,
+        agent or "",
+        read_text_arg(text) if text is not None else "",
+        task=task,
+        next_steps=next_steps or [],
+    )
+    _warn_redactions(found)
+    if as_json:
+        emit_json(cp.to_dict())
+    else:
+        emit(f"checkpoint saved: {cp.path}")
+
+
+state_app = typer.Typer(
+    help="Print nexus/project-state.md; `state set SECTION TEXT` replaces one section.",
+    invoke_without_command=True,
+)
+app.add_typer(state_app, name="state")
+
+
+@state_app.callback(epilog=example("vaultmem state", "vaultmem state --json"))
+def state_cmd(
+    ctx: typer.Context,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the project state."""
+    if ctx.invoked_subcommand:
+        return
+    from vaultmem.shared_state import read_state, state_sections
+
+    v = open_vault(vault)
+    text = read_state(v)
+    if as_json:
+        emit_json(
+            {
+                "path": v.rel(v.project_state),
+                "sections": [{"title": t, "text": b} for t, b in state_sections(text)],
+                "text": text,
+            }
+        )
+    else:
+        emit(text)
+
+
+@state_app.command(
+    "set",
+    epilog=example('vaultmem state set Status "Payments done; checkout in review" --agent ella'),
+)
+def state_set(
+    section: Annotated[str, typer.Argument(help="The `## SECTION` heading (created if missing).")],
+    text: Annotated[str, typer.Argument(help="The new body of that section ('-' reads stdin).")],
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace one section of the project state atomically; every other line stays.
+
+    Also appends a `state` entry to the live log saying who changed which section.
+    """
+    from vaultmem.shared_state import set_state_section
+
+    change = set_state_section(open_vault(vault), agent or "", section, read_text_arg(text))
+    _warn_redactions(change.redactions)
+    for w in change.warnings:
+        warn(w)
+    if as_json:
+        emit_json(
+            {
+                "section": change.section,
+                "created": change.created,
+                "path": change.path,
+                "log_entry": change.entry.to_dict(),
+            }
+        )
+    else:
+        emit(
+            f"{'added' if change.created else 'updated'} section '{change.section}' ({change.entry.id})"
+        )
+
+
+keys_app = typer.Typer(
+    help="Signing keys: `keys create` (new key pair), `keys list`.",
+    no_args_is_help=True,
+    epilog=example("vaultmem keys create --agent ella", "vaultmem keys list"),
+)
+app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("create", epilog=example("vaultmem keys create --agent ella"))
+def keys_create(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Make a new Ed25519 key pair for an agent: the private key in VAULTMEM_HOME (mode 0600),
+    the public key in agents/<agent>/keys.md. Old keys stay listed so old entries verify."""
+    from vaultmem.signing import create_key
+
+    v = open_vault(vault)
+    info = create_key(v, v.require_agent(agent))
+    if as_json:
+        emit_json(info.to_dict())
+    else:
+        emit(f"{info.key_id} for {info.agent}")
+        emit(f"  public key:  {info.public_path} (in the vault)")
+        emit(f"  private key: {info.private_path} (this machine only; never share it)")
+
+
+@keys_app.command("list", epilog=example("vaultmem keys list", "vaultmem keys list --json"))
+def keys_list(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Every registered public key, and whether this machine holds its private half."""
+    from vaultmem.signing import private_key_path, public_keys
+
+    v = open_vault(vault)
+    keys = [k for k in public_keys(v).values() if agent is None or k.agent == agent]
+    rows = [
+        {**k.to_dict(), "private_here": private_key_path(k.agent, k.key_id).is_file()} for k in keys
+    ]
+    if as_json:
+        emit_json({"keys": rows})
+        return
+    if not rows:
+        emit("no keys yet; create one with: vaultmem keys create --agent NAME")
+    for r in rows:
+        here = "private key here" if r["private_here"] else "no private key here"
+        emit(f"{r['agent']:<12} {r['key_id']}  created {r['created'] or '?'}  ({here})")
+
+
+@app.command(epilog=example("vaultmem verify", "vaultmem verify --json"))
+def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Check the logs (hashes, chains, signatures, gaps) and the memory notes.
+
+    Exit 5 and a report naming every edited, forged, reordered or missing entry.
+    """
+    from vaultmem.logcheck import verify as do_verify
+
+    v = open_vault(vault)
+    report = do_verify(v)
+    from vaultmem.maintain import identity_problems, memory_problems
+
+    other = [p for p in identity_problems(v) + memory_problems(v)]
+    if as_json:
+        data = report.to_dict()
+        data["notes"] = [p.to_dict() for p in other]
+        data["ok"] = report.ok and not other
+        emit_json(data)
+    else:
+        from vaultmem.cli.output_log import print_verify
+
+        print_verify(report, other)
+    if not report.ok or other:
+        raise typer.Exit(5)
+
+
+@app.command(epilog=example("vaultmem repair", "vaultmem repair --json"))
+def repair(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Restore log entries an editor lost (from the journal, in time order), put back edited
+    entries, set torn text aside; say what was done. Exit 5 if problems remain."""
+    from vaultmem.logcheck import repair as do_repair
+
+    report = do_repair(open_vault(vault))
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        for action in report.actions:
+            emit(action)
+        if not report.actions:
+            emit("nothing to repair")
+        if report.after.problems:
+            from vaultmem.cli.output_log import print_verify
+
+            emit("still wrong (cannot be restored from this machine's journal):")
+            print_verify(report.after, [])
+    if report.after.problems:
+        raise typer.Exit(5)
