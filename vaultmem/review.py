@@ -253,7 +253,16 @@ def approve(
     with bank.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
-        decision = _approve(vault, path, fact, who, scope=scope, name=name, description=description)
+        decision = _approve(
+            vault,
+            path,
+            fact,
+            who,
+            scope=scope,
+            name=name,
+            description=description,
+            supersedes=supersedes,
+        )
         bank.refresh_review_page(vault)
     return decision
 
