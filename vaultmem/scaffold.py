@@ -153,6 +153,13 @@ def init_vault(
         )
         make(f"agents/{agent}/MEMORY.md", template("agent/MEMORY.md", name=agent))
     (root / STATE_DIR).mkdir(exist_ok=True)
+    from vaultmem.signing import ensure_key  # lazily: cryptography is only needed here
+
+    for agent in all_agents:
+        # a key pair per agent; existing keys (and their keys.md lines) are never replaced
+        made = ensure_key(vault, agent)
+        if made is not None and made.public_path not in created:
+            created.append(made.public_path)
 
     return InitResult(
         root=str(root),
