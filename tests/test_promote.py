@@ -294,3 +294,32 @@ def test_parse_age() -> None:
     assert review.parse_age("30") == 30
     with pytest.raises(UsageError):
         review.parse_age("2 months")
+
+
+def test_approved_decision_goes_on_the_decision_log(vault: Path) -> None:
+    from tests._layer3_helpers import make_keys
+    from vaultmem.shared_state import list_decisions
+
+    make_keys(vault, "ella")
+    fid = _retain(vault, "Use Stripe Checkout rather than Elements for payments", "decision")
+    res = run_cli(
+        "promote", "approve", fid, "--reviewer", "chiara", "--vault", str(vault), "--json"
+    )
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["decision_log"] and data["warnings"] == []
+    (entry,) = [d.entry for d in list_decisions(_open(vault)) if d.entry.id == data["decision_log"]]
+    assert entry.agent == "ella" and entry.summary.startswith("Use Stripe Checkout")
+    assert _bank_meta(vault, fid)["decision_id"] == data["decision_log"]
+    # a non-decision fact never touches the log
+    other = _retain(vault, "Marta is away until January", "user")
+    d = review.approve(_open(vault), other, reviewer="chiara")
+    assert d.decision_log is None
+
+
+def test_decision_without_a_key_here_is_approved_with_a_warning(vault: Path) -> None:
+    fid = _retain(vault, "Use Stripe Checkout rather than Elements for payments", "decision")
+    res = promote(vault, "approve", fid, "--reviewer", "chiara")
+    assert res.exit_code == 0, res.stderr  # type: ignore[attr-defined]
+    assert "no decision-log entry was written" in res.stderr  # type: ignore[attr-defined]
+    assert _bank_meta(vault, fid)["status"] == "approved"

@@ -31,6 +31,7 @@ class Decision:
     reviewer: str
     memory: memory.Fact | None = None  # the memory it became (or was merged into)
     decision_log: str | None = None  # id of the decision-log entry, when one was written
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +40,7 @@ class Decision:
             "fact": self.fact.to_dict(),
             "memory": self.memory.to_dict() if self.memory else None,
             "decision_log": self.decision_log,
+            "warnings": list(self.warnings),
         }
 
 
@@ -157,21 +159,32 @@ def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) ->
 # --- actions -----------------------------------------------------------------------------
 
 
-def _decision_log(vault: Vault, fact: bank.BankFact, reviewer: str) -> str | None:
-    """An approved `decision` also goes on the decision log, once that layer exists."""
+def _decision_log(
+    vault: Vault, fact: bank.BankFact, reviewer: str, made: memory.Fact
+) -> tuple[str | None, str | None]:
+    """An approved `decision` also goes on the decision log: (entry id, warning).
+
+    The entry is the proposing agent's (it is signed with that agent's key, on this machine). If
+    it cannot be written (no key here, lock timeout) the approval stands and the reason is
+    returned as a warning: `vaultmem decide` can add it later.
+    """
     if fact.type != "decision":
-        return None
+        return None, None
+    from vaultmem.shared_state import TAG_RE, decide
+
+    limit = vault.config.log.max_summary
+    single = " ".join(fact.text.split())
+    summary = single if len(single) <= limit else fact.name
+    why = f"Approved by {reviewer} from bank fact {fact.id}; memory {made.id}."
+    if summary != single:
+        why += f"\n\n{fact.text}"
     try:
-        from vaultmem import log
-    except ImportError:
-        return None
-    decide = getattr(log, "decide", None)
-    if decide is None:
-        return None
-    entry = decide(
-        vault, fact.text, why=f"approved by {reviewer} from {fact.id}", agent=fact.author
-    )
-    return str(getattr(entry, "id", "")) or None
+        result = decide(
+            vault, fact.author, summary, why=why, tags=[t for t in fact.tags if TAG_RE.match(t)]
+        )
+    except VaultmemError as exc:
+        return None, f"approved, but no decision-log entry was written: {exc}"
+    return result.decision.id, None
 
 
 def _approve(
@@ -229,8 +242,10 @@ def _approve(
     except BaseException:
         memory.forget(vault, made.id)  # never leave a memory whose bank note still says pending
         raise
-    logged = _decision_log(vault, after, reviewer)
-    return Decision("approved", after, reviewer, made, logged)
+    logged, warning = _decision_log(vault, after, reviewer, made)
+    if logged:
+        after = bank.set_status(vault, path, {"decision_id": logged})
+    return Decision("approved", after, reviewer, made, logged, (warning,) if warning else ())
 
 
 def approve(

@@ -340,6 +340,8 @@ def approve(
         description=description,
         supersedes=supersedes,
     )
+    for message in decision.warnings:
+        warn(message)
     if as_json:
         emit_json(decision.to_dict())
         return
@@ -415,6 +417,8 @@ def apply_(
         for action, fid in report.planned:
             emit(f"would {action} {fid}")
         for d in report.done:
+            for message in d.warnings:
+                warn(f"{d.fact.id}: {message}")
             target = f" -> {d.memory.id} {d.memory.path}" if d.memory else ""
             emit(f"{d.action} {d.fact.id}{target}")
         for p in report.problems:

@@ -178,6 +178,8 @@ def interactive_review(vault: Vault, reviewer: str) -> list[Decision]:
                 )
                 assert d.memory is not None
                 out.print(f"[green]approved[/] → {d.memory.id} {escape(d.memory.path)}")
+                for message in d.warnings:
+                    err.print(f"[yellow]warning:[/] {escape(message)}")
             elif key == "m":
                 hint = "number from the list, or a memory id"
                 default = "1" if item.similar else None
