@@ -100,7 +100,8 @@ def estimate_tokens(text: str) -> int:
 
 def fence(text: str) -> str:
     """Fence text as data, with a fence longer than any tilde run the text starts a line with."""
-    longest = max((len(ln) - len(ln.lstrip("~")) for ln in text.splitlines()), default=0)
+    runs = (ln.lstrip() for ln in text.splitlines())
+    longest = max((len(ln) - len(ln.lstrip("~")) for ln in runs), default=0)
     bar = "~" * max(4, longest + 1)
     return f"{DATA_NOTE}\n\n{bar} vaultmem-data\n{text}\n{bar}"
 

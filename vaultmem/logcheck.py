@@ -114,6 +114,7 @@ def _verify_log(
             )
         located += [(rel, e) for e in parsed.entries]
 
+    all_ids = {e.id for _rel, e in located}  # damaged ones too: they are reported, not missing
     good: list[tuple[str, log.Entry]] = []
     for rel, e in located:
 
@@ -199,7 +200,7 @@ def _verify_log(
             cur = chain.get(seq)
             if cur is None:
                 mid = log.entry_id(agent, seq, log_name)
-                if mid in by_id:
+                if mid in all_ids:
                     continue  # present but damaged: reported above
                 hint = " (the journal has it: run vaultmem repair)" if mid in journal else ""
                 problems.append(
@@ -224,7 +225,7 @@ def _verify_log(
                         cur.line_start,
                     )
                 )
-    present = set(by_id)
+    present = all_ids
     for mid, je in journal.items():
         if (
             mid not in present

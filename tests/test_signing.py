@@ -1,0 +1,95 @@
+"""Keys: private halves in VAULTMEM_HOME (0600), public halves in the vault, rotation keeps old
+entries verifying, init creates keys and never replaces them."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests._layer3_helpers import make_keys
+from vaultmem import config, log, logcheck, signing
+from vaultmem.errors import IntegrityError
+from vaultmem.scaffold import init_vault
+from vaultmem.vault import Vault
+
+
+def test_private_key_lives_in_home_with_mode_0600(vault: Path) -> None:
+    v = Vault.open(vault)
+    info = signing.create_key(v, "ella")
+    private = Path(info.private_path)
+    assert config.home_dir() in private.parents
+    assert vault not in private.parents
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    assert stat.S_IMODE(private.parent.stat().st_mode) == 0o700
+    keys_md = (vault / "agents/ella/keys.md").read_text()
+    assert info.key_id in keys_md and info.public in keys_md
+    assert private.read_text().strip() not in keys_md
+    # nothing secret anywhere in the vault
+    seed = private.read_text().strip()
+    for p in vault.rglob("*"):
+        if p.is_file():
+            assert seed not in p.read_text(errors="replace")
+
+
+def test_key_rotation_keeps_old_entries_verifying(vault: Path) -> None:
+    v = make_keys(vault, "ella")
+    first = log.append(v, "ella", "signed with key one").entry
+    second_key = signing.create_key(v, "ella")
+    second = log.append(v, "ella", "signed with key two").entry
+    assert first.key != second.key == second_key.key_id
+    assert [k.key_id for k in signing.agent_keys(v, "ella")] == [first.key, second.key]
+    assert logcheck.verify(v).ok
+
+
+def test_a_copied_vault_without_private_keys_starts_with_keys_create(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    v = make_keys(vault, "ella")
+    log.append(v, "ella", "on the first machine")
+    copy = tmp_path / "copy"
+    shutil.copytree(vault, copy)
+    # another machine: another VAULTMEM_HOME with no private keys
+    monkeypatch.setenv("VAULTMEM_HOME", str(tmp_path / "other-home"))
+    v2 = Vault.open(copy)
+    assert signing.signer_for(v2, "ella") is None
+    signing.create_key(v2, "ella")
+    e = log.append(v2, "ella", "on the second machine").entry
+    assert e.seq == 2
+    assert logcheck.verify(v2).ok
+
+
+def test_a_world_readable_private_key_is_refused(vault: Path) -> None:
+    v = Vault.open(vault)
+    info = signing.create_key(v, "ella")
+    os.chmod(info.private_path, 0o644)
+    with pytest.raises(IntegrityError, match="readable by other users"):
+        log.append(v, "ella", "x")
+
+
+def test_init_creates_keys_and_never_replaces_them(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    result = init_vault(root, agents=["ella"], reviewers=["chiara"])
+    assert "agents/ella/keys.md" in result.created
+    v = Vault.open(root)
+    keys = signing.agent_keys(v, "ella")
+    assert len(keys) == 1 and signing.has_usable_key(v, "ella")
+    keys_md = (root / "agents/ella/keys.md").read_text()
+    again = init_vault(root, agents=["ella", "lyra"], reviewers=[])
+    assert "agents/lyra/keys.md" in again.created and "agents/ella/keys.md" not in again.created
+    assert (root / "agents/ella/keys.md").read_text() == keys_md
+    e = log.append(Vault.open(root), "lyra", "hello").entry
+    assert e.key == signing.agent_keys(Vault.open(root), "lyra")[0].key_id
+
+
+def test_signature_checks(vault: Path) -> None:
+    v = make_keys(vault, "ella")
+    e = log.append(v, "ella", "x").entry
+    pk = signing.public_keys(v)[e.key]  # type: ignore[index]
+    assert signing.verify_signature(pk.public, e.hash, e.sig)  # type: ignore[arg-type]
+    assert not signing.verify_signature(pk.public, e.hash.replace("a", "b"), e.sig)  # type: ignore[arg-type]
+    assert not signing.verify_signature(pk.public, e.hash, "not base64!")
