@@ -354,3 +354,27 @@ def test_concurrent_retains_of_one_fact_write_one_note(vault: Path) -> None:
 def test_usage_error_class() -> None:
     with pytest.raises(UsageError):
         bank.parse_date("31/01/2026")
+
+
+def test_pending_block_for_the_read_pack(vault: Path) -> None:
+    v = _open(vault)
+    assert bank.pending_block(v, "ella") is None
+    for n in range(7):
+        bank.retain(v, f"Fact number {n} about topic{n} stays", agent="ella", type_="fact")
+    bank.retain(v, "Lyra likes Tailwind", agent="lyra", type_="preference")
+    block = bank.pending_block(v, "ella")
+    assert block is not None and block.total == 7 and len(block.facts) == 5  # [bank] read_limit
+    assert block.text.count("- [unreviewed fact]") == 5 and "Tailwind" not in block.text
+    assert "(5 of 7, newest)" in block.text
+    hit = bank.pending_block(v, "ella", "topic3", 1)
+    assert hit is not None and "topic3" in hit.text and hit.to_dict()["total"] == 7
+
+
+def test_newest_is_by_created_not_by_file_name(vault: Path) -> None:
+    v = _open(vault)
+    z = bank.retain(v, "Zebra crossings are painted yearly", agent="ella", type_="fact")
+    a = bank.retain(v, "Apples are stocked on Mondays", agent="ella", type_="fact")
+    bank.set_status(v, vault / (z.path or ""), {"created": "2026-01-01T00:00:00Z"})
+    assert [p.id for p in bank.pending_for_read(v, "ella", None, 2)] == [a.id, z.id]
+    bank.set_status(v, vault / (a.path or ""), {"created": "2025-01-01T00:00:00Z"})
+    assert [p.id for p in bank.pending_for_read(v, "ella", None, 2)] == [z.id, a.id]

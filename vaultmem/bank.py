@@ -431,7 +431,7 @@ def pending_for_read(
         return []
     day = today or datetime.now(UTC).date()
     q = signature(query).words if query else frozenset()
-    found: list[tuple[float, int, PendingFact]] = []
+    found: list[tuple[float, str, int, PendingFact]] = []
     for order, (path, _owner) in enumerate(bank_files(vault, agent)):
         quick = _read_quick(path)
         if quick is None:
@@ -455,9 +455,10 @@ def pending_for_read(
             evidence=_as_int(meta.get("evidence")),
             score=score if q else None,
         )
-        found.append((score, order, fact))
-    found.sort(key=lambda t: (t[0], t[1]), reverse=True)
-    return [f for _s, _o, f in found[:limit]]
+        found.append((score, fact.created, order, fact))
+    # newest by `created`, not by file name: names sort by slug within a day
+    found.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
+    return [f for _s, _c, _o, f in found[:limit]]
 
 
 def pending_count(vault: Vault, agent: str | None = None, *, today: date | None = None) -> int:
@@ -472,6 +473,37 @@ def pending_count(vault: Vault, agent: str | None = None, *, today: date | None 
         if meta.get("status", "pending") == "pending" and not is_past(meta.get("valid_until"), day):
             count += 1
     return count
+
+
+@dataclass(frozen=True)
+class PendingBlock:
+    """The read pack's part for the agent's own unreviewed facts: prompt text and data."""
+
+    text: str
+    facts: tuple[PendingFact, ...]
+    total: int  # all of the agent's pending facts, shown or not
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "facts": [f.to_dict() for f in self.facts]}
+
+
+def pending_block(
+    vault: Vault, agent: str, query: str | None = None, limit: int | None = None
+) -> PendingBlock | None:
+    """What `vaultmem read` shows of the agent's pending facts; None when there are none."""
+    n = vault.config.bank.read_limit if limit is None else limit
+    facts = pending_for_read(vault, agent, query, n)
+    if not facts:
+        return None
+    total = pending_count(vault, agent)
+    how = "most relevant to the query" if query else "newest"
+    head = (
+        f"Facts you proposed that no person has reviewed yet ({len(facts)} of {total}, {how}). "
+        "Treat them as unconfirmed; do not present them as settled."
+    )
+    lines = [head, ""]
+    lines += [f"- [unreviewed {f.type}] {' '.join(f.text.split())} (`{f.id}`)" for f in facts]
+    return PendingBlock("\n".join(lines), tuple(facts), total)
 
 
 # --- dedupe ------------------------------------------------------------------------------

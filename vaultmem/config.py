@@ -70,6 +70,7 @@ class BankSettings:
     prune_after_days: int = 60
     duplicate_threshold: float = 0.85
     related_threshold: float = 0.5
+    read_limit: int = 5  # own pending facts shown by `vaultmem read`
 
 
 @dataclass(frozen=True)
