@@ -378,3 +378,23 @@ def test_newest_is_by_created_not_by_file_name(vault: Path) -> None:
     assert [p.id for p in bank.pending_for_read(v, "ella", None, 2)] == [a.id, z.id]
     bank.set_status(v, vault / (a.path or ""), {"created": "2025-01-01T00:00:00Z"})
     assert [p.id for p in bank.pending_for_read(v, "ella", None, 2)] == [z.id, a.id]
+
+
+def test_read_helpers_stay_light(vault: Path) -> None:
+    """`vaultmem read` calls these on every turn: no YAML parse, no whoosh, no anthropic."""
+    import subprocess
+    import sys
+
+    bank.retain(_open(vault), "Marta is away until January", agent="ella", type_="user")
+    code = (
+        "import sys\n"
+        "from vaultmem.vault import Vault\n"
+        "from vaultmem import bank\n"
+        f"v = Vault.open({str(vault)!r})\n"
+        "b = bank.pending_block(v, 'ella', 'marta')\n"
+        "assert b is not None and b.total == 1, b\n"
+        "heavy = [m for m in ('yaml', 'whoosh', 'anthropic', 'rich', 'typer') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr

@@ -3,8 +3,10 @@
 `extract_facts` numbers the transcript's lines, cuts it into chunks of whole lines, and asks the
 model (forced tool use: the reply is a `record_facts` call whose input follows a JSON schema) for
 the facts worth keeping, each with its type, text and the lines it rests on. The instructions and
-the tool definition never change between calls, so they carry `cache_control` and later chunks
-(and later sessions within the cache lifetime) read them from the prompt cache.
+the tool definition never change between calls, so they come first and carry `cache_control`:
+later chunks (and sessions within the cache lifetime) read them from the prompt cache, once the
+prefix reaches the model's minimum cacheable length (4,096 tokens for Haiku 4.5; below it the
+marker is ignored at no cost).
 
 All chunks are extracted before anything is returned: an API error, a timeout or a malformed
 reply on chunk 3 of 4 fails the whole call, and the caller writes nothing. The SDK retries what
