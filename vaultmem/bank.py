@@ -427,8 +427,13 @@ def pending_for_read(
     Never another agent's facts; never a fact whose `valid_until` has passed. No YAML: this runs
     on every `vaultmem read`.
     """
-    if limit <= 0:
-        return []
+    return _scan_pending(vault, agent, query, limit, today)[0]
+
+
+def _scan_pending(
+    vault: Vault, agent: str, query: str | None, limit: int, today: date | None
+) -> tuple[list[PendingFact], int]:
+    """(the `limit` best pending facts, how many are pending in all), in one pass."""
     day = today or datetime.now(UTC).date()
     q = signature(query).words if query else frozenset()
     found: list[tuple[float, str, int, PendingFact]] = []
@@ -458,7 +463,7 @@ def pending_for_read(
         found.append((score, fact.created, order, fact))
     # newest by `created`, not by file name: names sort by slug within a day
     found.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
-    return [f for _s, _c, _o, f in found[:limit]]
+    return [f for _s, _c, _o, f in found[: max(limit, 0)]], len(found)
 
 
 def pending_count(vault: Vault, agent: str | None = None, *, today: date | None = None) -> int:
@@ -492,10 +497,9 @@ def pending_block(
 ) -> PendingBlock | None:
     """What `vaultmem read` shows of the agent's pending facts; None when there are none."""
     n = vault.config.bank.read_limit if limit is None else limit
-    facts = pending_for_read(vault, agent, query, n)
+    facts, total = _scan_pending(vault, agent, query, n, None)
     if not facts:
         return None
-    total = pending_count(vault, agent)
     how = "most relevant to the query" if query else "newest"
     head = (
         f"Facts you proposed that no person has reviewed yet ({len(facts)} of {total}, {how}). "
