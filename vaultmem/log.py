@@ -554,17 +554,26 @@ def _load_heads(vault: Vault, log: str, size: int) -> dict[str, list[Any]] | Non
     return agents
 
 
-def _save_heads(vault: Vault, log: str, size: int, heads: dict[str, list[Any]]) -> None:
-    """A cache, validated by the log's size: written atomically but without fsync (it is
-    rebuilt from the files and the journal whenever it does not match)."""
+def save_heads(vault: Vault, log: str, size: int, heads: dict[str, list[Any]]) -> None:
+    """A cache, validated by the log's size on every read, so it is written in place without
+    fsync (creating a temp file per append costs more than the whole append). A crash mid-write
+    leaves JSON that does not parse or a size that does not match: the heads are then rebuilt
+    from the files and the journal."""
     path = heads_path(vault, log)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    data = json.dumps({"size": size, "agents": heads}).encode("utf-8")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"size": size, "agents": heads}), encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
     except OSError:
-        tmp.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
 
 
 def rebuild_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
@@ -589,7 +598,7 @@ def current_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     heads = _load_heads(vault, log, size)
     if heads is None:
         heads = rebuild_heads(vault, log)
-        _save_heads(vault, log, size, heads)
+        save_heads(vault, log, size, heads)
     return heads
 
 
@@ -709,7 +718,7 @@ def append(
         entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
         _write_entry(vault, log, path, entry)
         heads[agent] = [seq, digest]
-        _save_heads(vault, log, _file_size(path), heads)
+        save_heads(vault, log, _file_size(path), heads)
     return AppendResult(entry, vault.rel(path), found)
 
 
