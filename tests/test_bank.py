@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -398,3 +399,37 @@ def test_read_helpers_stay_light(vault: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_retracted_memory_absorbs_repeats_and_private_memories_stay_private(vault: Path) -> None:
+    v = _open(vault)
+    res = run_cli(
+        "retain", "Bookings were first modelled per day; that was wrong for capacity.",
+        "--type", "fact", "--vault", str(vault), "--agent", "ella",
+    )  # fmt: skip
+    capacity = notes.read(vault / "memory/capacity-per-day.md").meta
+    assert capacity["status"] == "retracted"
+    assert res.stdout.startswith(f"duplicate {capacity['id']} (retracted; evidence 2")
+    # lyra's private memory is neither a duplicate target for ella nor shown as similar
+    lyra_note = next((vault / "agents/lyra/memory").glob("*.md"))
+    lyra_text = notes.read(lyra_note).body.strip()
+    out = bank.retain(v, lyra_text, agent="ella", type_="preference")
+    assert out.outcome == "inserted"
+    assert all(m.path != v.rel(lyra_note) for m in out.similar)
+    mine = bank.retain(v, lyra_text, agent="lyra", type_="preference")
+    assert mine.outcome == "duplicate" and mine.path == v.rel(lyra_note)
+
+
+def test_read_only_review_page_does_not_fail_retain(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    init_vault(root, agents=["ella"], reviewers=["chiara"])
+    page = root / "Review.md"
+    page.chmod(0o444)
+    (root).chmod(0o555)
+    try:
+        if os.access(root, os.W_OK):
+            pytest.skip("running as a user who can write read-only folders")
+        res = bank.retain(_open(root), "Marta is away until January", agent="ella", type_="user")
+    finally:
+        root.chmod(0o755)
+    assert res.outcome == "inserted"

@@ -32,6 +32,7 @@ from vaultmem.vault import Vault
 BANK_TYPES = ("decision", "fact", "failure", "preference", "user", "project", "reference")
 STATUSES = ("pending", "approved", "rejected", "expired")
 OUTCOMES = ("inserted", "duplicate", "may_supersede")
+LIVE = ("pending", "active")  # statuses a new fact may supersede
 EVIDENCE_HEADING = "## Evidence"
 MAX_TEXT = 4000
 MAX_NAME = 60
@@ -186,6 +187,7 @@ class RetainResult:
     redacted: tuple[str, ...] = ()
     similar: tuple[Match, ...] = ()
     dry_run: bool = False
+    target_status: str | None = None  # e.g. "rejected" or "retracted" for a duplicate
 
     @property
     def message(self) -> str:
@@ -530,9 +532,18 @@ class _Planned:
     body: str
 
 
-def _memory_candidates(vault: Vault) -> list[_Candidate]:
+def _memory_candidates(
+    vault: Vault, agent: str | None = None, *, include_inactive: bool = False
+) -> list[_Candidate]:
+    """Shared memories plus `agent`'s own (never another agent's private ones).
+
+    With `include_inactive`, retracted and superseded memories too: a person already decided
+    about those, so a repeat is absorbed as a duplicate instead of being proposed again.
+    """
     out = []
-    for fact in memory.list_facts(vault, include_inactive=False):
+    for fact in memory.list_facts(vault, include_inactive=include_inactive):
+        if fact.agent is not None and fact.agent != agent:
+            continue
         sig = signature(fact.text or fact.description)
         match = Match(
             id=fact.id or fact.path,
@@ -579,9 +590,11 @@ def rank_matches(
     return scored
 
 
-def similar_memories(vault: Vault, text: str, limit: int = 3, floor: float = 0.2) -> list[Match]:
-    """The active memories most like `text` (for the reviewer; also `promote list --json`)."""
-    ranked = rank_matches(signature(text), _memory_candidates(vault), floor)
+def similar_memories(
+    vault: Vault, text: str, agent: str | None = None, limit: int = 3, floor: float = 0.2
+) -> list[Match]:
+    """The active memories (shared, and `agent`'s own) most like `text`."""
+    ranked = rank_matches(signature(text), _memory_candidates(vault, agent), floor)
     return [m for m, _c in ranked[:limit]]
 
 
@@ -590,14 +603,14 @@ def _classify(
 ) -> tuple[str, tuple[Match, _Candidate] | None]:
     settings = vault.config.bank
     for match, cand in ranked:
-        # a rejected fact only absorbs exact and near repeats: it is never "superseded"
+        # a rejected or retracted fact only absorbs repeats: it is never "superseded"
         if match.score >= settings.duplicate_threshold and not match.conflict:
             return "duplicate", (match, cand)
     for match, cand in ranked:
         if (
             match.score >= settings.related_threshold
             and match.type == proposal.type
-            and match.status != "rejected"
+            and match.status in LIVE
         ):
             return "may_supersede", (match, cand)
     return "inserted", None
@@ -747,7 +760,8 @@ def retain_many(
     settings = vault.config.bank
     floor = min(settings.related_threshold, settings.duplicate_threshold)
     with bank_lock(vault):
-        candidates = _memory_candidates(vault) + _bank_candidates(vault, agent)
+        candidates = _memory_candidates(vault, agent, include_inactive=True)
+        candidates += _bank_candidates(vault, agent)
         taken = {c.match.id for c in candidates} | {
             (_read_quick(p) or ({}, ""))[0].get("id", "") for p, _a in bank_files(vault)
         }
@@ -781,6 +795,7 @@ def retain_many(
                         redacted=redacted,
                         similar=similar,
                         dry_run=dry_run,
+                        target_status=match.status,
                     )
                 )
                 continue
@@ -823,6 +838,7 @@ def retain_many(
                     redacted=redacted,
                     similar=similar,
                     dry_run=dry_run,
+                    target_status=hit[0].status if hit else None,
                 )
             )
         if dry_run:
@@ -1038,5 +1054,8 @@ def refresh_review_page(vault: Vault) -> bool:
     else:
         new = text.rstrip("\n") + "\n\n## Pending\n\n" + block + "\n"
     if new != text:
-        atomic_write(path, new)
+        try:
+            atomic_write(path, new)
+        except VaultmemError:
+            return False  # the facts are written; a read-only page must not turn that into an error
     return True

@@ -148,10 +148,12 @@ def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) ->
     facts = bank.list_bank(vault, agent=agent)
     if not facts or similar <= 0:
         return [QueueItem(f, ()) for f in facts]
-    cands = bank._memory_candidates(vault)
+    by_author: dict[str, list[Any]] = {}
     out = []
     for fact in sorted(facts, key=lambda f: (f.created, f.path)):
-        ranked = bank.rank_matches(bank.signature(fact.text), cands, 0.2)
+        if fact.author not in by_author:  # shared memories and the author's own
+            by_author[fact.author] = bank._memory_candidates(vault, fact.author)
+        ranked = bank.rank_matches(bank.signature(fact.text), by_author[fact.author], 0.2)
         out.append(QueueItem(fact, tuple(m for m, _c in ranked[:similar])))
     return out
 

@@ -38,6 +38,8 @@ def _retain_line(res: Any) -> str:
         extra = f"evidence {res.evidence}" + (
             ", dry run" if res.dry_run else ", nothing new written"
         )
+        if res.target_status not in (None, "pending", "active"):
+            extra = f"{res.target_status}; {extra}"
         return f"duplicate {res.target} ({extra})"
     where = res.path or "(dry run)"
     if res.outcome == "may_supersede":
