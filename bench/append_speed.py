@@ -7,6 +7,7 @@ append throughput of 8 processes x 500 appends through the library API (lossless
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,8 @@ def startup(runs: int) -> None:
         f"append / trivial typer app: {med['vaultmem append'] / med['trivial typer app']:.2f}x (goal <= 1.4x)"
     )
     print(f"append / python -c pass:    {med['vaultmem append'] / med['python -c pass']:.2f}x")
+    shutil.rmtree(root.parent, ignore_errors=True)
+    shutil.rmtree(trivial.parent, ignore_errors=True)
 
 
 def throughput(procs: int, appends: int) -> None:
