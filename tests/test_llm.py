@@ -300,3 +300,37 @@ def test_secret_in_a_proposed_fact_is_redacted(
 def test_transcript_and_text_together_is_a_usage_error(vault: Path, session: Path) -> None:
     res = run_cli("retain", "x", "--from", str(session), "--vault", str(vault), "--agent", "ella")
     assert res.exit_code == 2
+
+
+def test_timeout_is_reported_after_the_retries(
+    vault: Path, tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    _settings(vault, timeout=0.3, max_retries=1)
+    path = tmp_path / "s.txt"
+    path.write_text(TRANSCRIPT)
+    slow = tool_reply(FACTS)
+    slow.delay = 1.0
+    fake_anthropic.queue(slow, slow)
+    res = run_cli("retain", "--from", str(path), "--vault", str(vault), "--agent", "ella")
+    assert res.exit_code == 7
+    assert "did not answer within 0.3s" in res.stderr and "nothing was written" in res.stderr
+    assert len(fake_anthropic.requests) == 2  # the SDK retried the timeout once
+    assert _bank(vault) == []
+
+
+def test_unreachable_api_is_reported(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    _settings(vault, max_retries=0)
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+    path = tmp_path / "s.txt"
+    path.write_text(TRANSCRIPT)
+    res = run_cli("retain", "--from", str(path), "--vault", str(vault), "--agent", "ella")
+    assert res.exit_code == 7 and "cannot reach the Anthropic API" in res.stderr
+    assert _bank(vault) == []
