@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vaultmem import bank, notes
 from vaultmem.errors import SecretRefusedError, UnknownAgentError, UsageError
@@ -433,3 +435,24 @@ def test_read_only_review_page_does_not_fail_retain(tmp_path: Path) -> None:
     finally:
         root.chmod(0o755)
     assert res.outcome == "inserted"
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_similarity_is_bounded_and_reflexive(a: str, b: str) -> None:
+    sa, sb = bank.signature(a), bank.signature(b)
+    score, _conflict = bank.similarity(sa, sb)
+    assert 0.0 <= score <= 1.0
+    if sa.norm:
+        assert bank.similarity(sa, sa) == (1.0, False)
+    assert bank.normalise(bank.normalise(a)) == bank.normalise(a)
+
+
+@given(st.text(min_size=1, max_size=300))
+def test_derive_name_is_always_a_valid_fact_name(text: str) -> None:
+    from vaultmem.memory import validate_fact_name
+
+    name = bank.derive_name(text)
+    assert validate_fact_name(name) == name
