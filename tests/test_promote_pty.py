@@ -6,6 +6,7 @@ a small script that rewrites the file it is given, as a person would.
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -37,10 +38,15 @@ open(path, "w", encoding="utf-8").write("Backups are encrypted with age and rest
 class Terminal:
     """A child process on a pty, with expect/send."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], *, pipe_stdout: bool = False) -> None:
         master, slave = pty.openpty()
         self.proc = subprocess.Popen(
-            args, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True
+            args,
+            stdin=slave,
+            stdout=subprocess.PIPE if pipe_stdout else slave,
+            stderr=slave,
+            env=env,
+            close_fds=True,
         )
         os.close(slave)
         self.master = master
@@ -87,7 +93,13 @@ class Terminal:
         return code
 
 
-def _spawn(vault: Path, tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> Terminal:
+def _spawn(
+    vault: Path,
+    tmp_path: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    pipe_stdout: bool = False,
+) -> Terminal:
     editor = tmp_path / "editor.py"
     editor.write_text(EDITOR_SCRIPT)
     full = dict(os.environ)
@@ -102,7 +114,7 @@ def _spawn(vault: Path, tmp_path: Path, *extra: str, env: dict[str, str] | None 
     )
     full.update(env or {})
     args = [sys.executable, "-m", "vaultmem", "promote", "--vault", str(vault), *extra]
-    return Terminal(args, full)
+    return Terminal(args, full, pipe_stdout=pipe_stdout)
 
 
 def _queue(vault: Path) -> dict[str, str]:
@@ -253,3 +265,30 @@ def test_interactive_needs_a_terminal(vault: Path) -> None:
     assert res.exit_code == 2 and "needs a terminal" in res.stderr
     refused = run_cli("promote", "--reviewer", "lyra", "--vault", str(vault))
     assert refused.exit_code == 8
+
+
+@pytest.mark.slow
+def test_supersede_prompt_and_json_summary_on_stdout(vault: Path, tmp_path: Path) -> None:
+    v = Vault.open(vault)
+    text = "Store all times in UTC and convert to Europe/Rome in the UI and in emails"
+    res = bank.retain(v, text, agent="ella", type_="decision")
+    assert res.outcome == "may_supersede" and res.target == "m-7f15c837"
+    term = _spawn(vault, tmp_path, "--reviewer", "chiara", "--json", pipe_stdout=True)
+    term.expect(r"may supersede m-7f15c837")
+    term.expect(r"Action")
+    term.send("a")
+    term.expect(r"Scope")
+    term.send("")
+    term.expect(r"Name")
+    term.send("UTC everywhere")
+    term.expect(r"Supersede m-7f15c837\?")
+    term.send("y")
+    term.expect(r"approved → m-[0-9a-f]{8} memory/utc-everywhere\.md")
+    term.expect(r"Done: 1 decided")
+    assert term.finish() == 0
+    assert term.proc.stdout is not None
+    data = json.loads(term.proc.stdout.read())
+    (decision,) = data["decisions"]
+    assert decision["action"] == "approved" and decision["memory"]["name"] == "UTC everywhere"
+    old = notes.read(vault / "memory/times-are-utc-in-storage.md").meta
+    assert old["status"] == "superseded" and old["superseded_by"] == decision["memory"]["id"]

@@ -257,7 +257,7 @@ def promote(
         )
     from vaultmem.cli.output_bank import interactive_review
 
-    decisions = interactive_review(v, who)
+    decisions = interactive_review(v, who, to_stderr=as_json)
     if as_json:
         emit_json({"decisions": [d.to_dict() for d in decisions]})
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
@@ -55,7 +56,7 @@ def render_queue(items: Sequence[QueueItem], status: str) -> None:
         out.print(f"{len(items)} pending. Review with: vaultmem promote --reviewer NAME")
 
 
-def render_card(item: QueueItem, n: int, total: int) -> None:
+def render_card(item: QueueItem, n: int, total: int, screen: Console = out) -> None:
     f = item.fact
     lines = [escape(f.text), ""]
     meta = [
@@ -75,20 +76,21 @@ def render_card(item: QueueItem, n: int, total: int) -> None:
     if f.quote:
         lines += ["", "[dim]" + escape(f.quote) + "[/]"]
     title = f"[{n}/{total}] {f.id} · {f.type} · {f.path}"
-    out.print(Panel("\n".join(lines), title=escape(title), title_align="left"))
+    screen.print(Panel("\n".join(lines), title=escape(title), title_align="left"))
     if item.similar:
         table = Table(title="Most similar memories", show_edge=False, title_justify="left")
         for col in ("#", "id", "score", "type", "name"):
             table.add_column(col, overflow="fold")
         for i, m in enumerate(item.similar, 1):
             table.add_row(str(i), m.id, f"{m.score:.2f}", m.type, escape(m.name))
-        out.print(table)
+        screen.print(table)
     else:
-        out.print("[dim]No similar memory.[/]")
+        screen.print("[dim]No similar memory.[/]")
 
 
 def _ask(
     question: str,
+    screen: Console,
     *,
     choices: list[str] | None = None,
     default: str | None = None,
@@ -97,9 +99,9 @@ def _ask(
     """A prompt; None on end of input (Ctrl-D), which the loop treats as quit."""
     try:
         if default is None:
-            return Prompt.ask(question, console=out, choices=choices, show_choices=show_choices)
+            return Prompt.ask(question, console=screen, choices=choices, show_choices=show_choices)
         return Prompt.ask(
-            question, console=out, choices=choices, show_choices=show_choices, default=default
+            question, console=screen, choices=choices, show_choices=show_choices, default=default
         )
     except EOFError:
         return None
@@ -125,8 +127,12 @@ def edit_in_editor(text: str, editor: str | None) -> str | None:
         path.unlink(missing_ok=True)
 
 
-def interactive_review(vault: Vault, reviewer: str) -> list[Decision]:
-    """One fact at a time: approve / edit / merge / reject / skip / quit. Quit leaves the rest."""
+def interactive_review(vault: Vault, reviewer: str, *, to_stderr: bool = False) -> list[Decision]:
+    """One fact at a time: approve / edit / merge / reject / skip / quit. Quit leaves the rest.
+
+    `to_stderr` (under --json) keeps stdout for the JSON summary.
+    """
+    screen = err if to_stderr else out
     from vaultmem import review
     from vaultmem.config import ENV_EDITOR, env
     from vaultmem.errors import VaultmemError
@@ -134,17 +140,17 @@ def interactive_review(vault: Vault, reviewer: str) -> list[Decision]:
     queue = review.review_queue(vault)
     decisions: list[Decision] = []
     if not queue:
-        out.print("Nothing is waiting for review.")
+        screen.print("Nothing is waiting for review.")
         return decisions
-    out.print(f"{len(queue)} fact(s) to review, as [bold]{escape(reviewer)}[/].")
+    screen.print(f"{len(queue)} fact(s) to review, as [bold]{escape(reviewer)}[/].")
     skipped = 0
     n = 0
     quit_ = False
     while n < len(queue) and not quit_:
         item = queue[n]
-        render_card(item, n + 1, len(queue))
-        out.print(KEYS)
-        key = _ask("Action", choices=["a", "e", "m", "r", "s", "q"], show_choices=False)
+        render_card(item, n + 1, len(queue), screen)
+        screen.print(KEYS)
+        key = _ask("Action", screen, choices=["a", "e", "m", "r", "s", "q"], show_choices=False)
         try:
             if key is None or key == "q":
                 quit_ = True
@@ -154,15 +160,18 @@ def interactive_review(vault: Vault, reviewer: str) -> list[Decision]:
                 n += 1
                 continue
             if key == "a":
-                scope = _ask("Scope", choices=["shared", "agent"], default="shared")
-                name = _ask("Name", default=item.fact.name) if scope else None
+                scope = _ask("Scope", screen, choices=["shared", "agent"], default="shared")
+                name = _ask("Name", screen, default=item.fact.name) if scope else None
                 if scope is None or name is None:
                     quit_ = True
                     continue
                 supersedes = None
                 if item.fact.may_supersede:
                     answer = _ask(
-                        f"Supersede {item.fact.may_supersede}?", choices=["y", "n"], default="n"
+                        f"Supersede {item.fact.may_supersede}?",
+                        screen,
+                        choices=["y", "n"],
+                        default="n",
                     )
                     if answer is None:
                         quit_ = True
@@ -177,17 +186,13 @@ def interactive_review(vault: Vault, reviewer: str) -> list[Decision]:
                     supersedes=supersedes,
                 )
                 assert d.memory is not None
-                out.print(f"[green]approved[/] → {d.memory.id} {escape(d.memory.path)}")
+                screen.print(f"[green]approved[/] → {d.memory.id} {escape(d.memory.path)}")
                 for message in d.warnings:
                     err.print(f"[yellow]warning:[/] {escape(message)}")
             elif key == "m":
                 hint = "number from the list, or a memory id"
                 default = "1" if item.similar else None
-                choice = (
-                    _ask(f"Merge into ({hint})", default=default)
-                    if default
-                    else _ask(f"Merge into ({hint})")
-                )
+                choice = _ask(f"Merge into ({hint})", screen, default=default)
                 if choice is None:
                     quit_ = True
                     continue
@@ -199,25 +204,25 @@ def interactive_review(vault: Vault, reviewer: str) -> list[Decision]:
                 )
                 d = review.merge(vault, item.fact.id, target, reviewer=reviewer)
                 assert d.memory is not None
-                out.print(f"[green]merged[/] into {d.memory.id} {escape(d.memory.path)}")
+                screen.print(f"[green]merged[/] into {d.memory.id} {escape(d.memory.path)}")
             elif key == "r":
-                reason = _ask("Reason")
+                reason = _ask("Reason", screen)
                 while reason is not None and not reason.strip():
-                    reason = _ask("Reason (required)")
+                    reason = _ask("Reason (required)", screen)
                 if reason is None:
                     quit_ = True
                     continue
                 d = review.reject(vault, item.fact.id, why=reason, reviewer=reviewer)
-                out.print(f"[red]rejected[/] {d.fact.id}")
+                screen.print(f"[red]rejected[/] {d.fact.id}")
             elif key == "e":
                 new = edit_in_editor(item.fact.text, env(ENV_EDITOR))
                 if new is not None and new.strip() and new.strip() != item.fact.text.strip():
                     d = review.edit(vault, item.fact.id, new, reviewer=reviewer)
                     decisions.append(d)
                     queue[n] = review.QueueItem(d.fact, item.similar)
-                    out.print("[cyan]edited[/]")
+                    screen.print("[cyan]edited[/]")
                 else:
-                    out.print("[dim]unchanged[/]")
+                    screen.print("[dim]unchanged[/]")
                 continue  # show the edited fact again
             else:
                 continue
@@ -227,7 +232,7 @@ def interactive_review(vault: Vault, reviewer: str) -> list[Decision]:
             err.print(f"[red]Error:[/] {escape(str(exc))}")
     left = len(queue) - n
     done = [d for d in decisions if d.action != "edited"]
-    out.print(
+    screen.print(
         f"Done: {len(done)} decided, {skipped} skipped, {left} left in the queue."
         if left
         else f"Done: {len(done)} decided, {skipped} skipped."
