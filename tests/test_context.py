@@ -156,3 +156,13 @@ def test_more_than_the_window_since_last_read_says_so(vault: Path) -> None:
 def test_query_is_passed_through(vault: Path) -> None:
     make_keys(vault)
     assert read_json(vault, "--agent", "ella", "--peek", "--query", "stripe")["query"] == "stripe"
+
+
+def test_reading_an_empty_log_counts_as_a_read(vault: Path) -> None:
+    v = make_keys(vault)
+    first = read_json(vault, "--agent", "ella")
+    assert new_ids(first) == [] and first["cursor"]["id"] is None
+    log.append(v, "lyra", "hello")
+    pack = read_json(vault, "--agent", "ella")
+    assert new_ids(pack) == ["lyra.1"]
+    assert pack["sections"]["new_entries"]["text"].startswith("1 new entries from other agents")

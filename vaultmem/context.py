@@ -199,7 +199,9 @@ def load_cursor(vault: Vault, agent: str) -> dict[str, Any] | None:
         data = json.loads(cursor_path(vault, agent).read_bytes())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("id"), str) else None
+    # "id" is None when the agent last read an empty log
+    ok = isinstance(data, dict) and (data.get("id") is None or isinstance(data.get("id"), str))
+    return data if ok else None
 
 
 def commit_cursor(vault: Vault, pack: Pack) -> bool:
@@ -262,7 +264,7 @@ def log_sections(
     if cursor is None:
         intro = f"First read: the latest {len(others)} entries from other agents."
     else:
-        intro = f"{len(others)} new entries from other agents since {since}."
+        intro = f"{len(others)} new entries from other agents since {since or 'your last read'}."
     if more:
         intro += (
             f" More were written; only the latest {settings.max_new_entries} are shown"
@@ -292,9 +294,11 @@ def log_sections(
                 40,
             )
         )
-    new_cursor = (
-        {"id": newest.id, "hash": newest.hash, "time": newest.time} if newest is not None else None
-    )
+    new_cursor: dict[str, Any]
+    if newest is not None:
+        new_cursor = {"id": newest.id, "hash": newest.hash, "time": newest.time}
+    else:  # an empty log: remember that the agent has read it, so the next read is not a "first"
+        new_cursor = {"id": None, "hash": None, "time": log.now_ms()}
     return sections, new_cursor, since
 
 

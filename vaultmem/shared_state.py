@@ -163,7 +163,7 @@ def render_checkpoint(cp: Checkpoint) -> str:
     head = [
         "---",
         f"agent: {cp.agent}",
-        f"updated: {cp.updated}",
+        f"updated: {json.dumps(cp.updated)}",
         f"task: {json.dumps(cp.task or '', ensure_ascii=False)}",
         "tags:",
         "  - vaultmem/checkpoint",
