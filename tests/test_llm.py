@@ -334,3 +334,22 @@ def test_unreachable_api_is_reported(
     res = run_cli("retain", "--from", str(path), "--vault", str(vault), "--agent", "ella")
     assert res.exit_code == 7 and "cannot reach the Anthropic API" in res.stderr
     assert _bank(vault) == []
+
+
+def test_odd_tags_and_overlong_facts_do_not_sink_the_batch(
+    vault: Path, session: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.queue(
+        tool_reply(
+            [
+                {**FACTS[1], "tags": ["c++", "front end", "#people", 7]},
+                {"type": "fact", "text": "x " * 3000, "line_start": 1, "line_end": 1},
+            ]
+        )
+    )
+    res = run_cli("retain", "--from", str(session), "--vault", str(vault), "--agent", "ella")
+    assert res.exit_code == 0, res.stderr
+    assert "too long" in res.stderr
+    (note,) = _bank(vault)
+    text = note.read_text()
+    assert "- front-end" in text and "- people" in text and "c++" not in text

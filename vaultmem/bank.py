@@ -39,7 +39,7 @@ MAX_NAME = 60
 REVIEW_PAGE = "Review.md"
 REVIEW_START = "<!-- vaultmem:pending:start (vaultmem rewrites this list) -->"
 REVIEW_END = "<!-- vaultmem:pending:end -->"
-_TAG = re.compile(r"^[\w/-]+$")
+TAG_RE = re.compile(r"^[\w/-]+$")
 _QUICK_KEY = re.compile(
     r"^(id|name|type|status|author|created|last_seen|evidence|valid_until)[ \t]*:[ \t]*(.*?)[ \t]*$",
     re.MULTILINE,
@@ -635,7 +635,7 @@ def _validate(proposal: Proposal) -> Proposal:
     tags = []
     for tag in proposal.tags:
         clean = tag.strip().lstrip("#")
-        if not clean or not _TAG.match(clean):
+        if not clean or not TAG_RE.match(clean):
             raise UsageError(
                 f"invalid tag {tag!r}", "tags are words joined by '-', '_' or '/', no spaces"
             )

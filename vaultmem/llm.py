@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.bank import BANK_TYPES as FACT_TYPES
+from vaultmem.bank import MAX_TEXT, TAG_RE
 from vaultmem.config import ENV_ANTHROPIC_KEY, LLMSettings
 from vaultmem.errors import LLMError, UsageError
 
@@ -249,6 +250,9 @@ def _parse_reply(
         if not isinstance(text, str) or not text.strip():
             skipped.append(f"lines {first}-{last}, item {i}: empty text")
             continue
+        if len(text) > MAX_TEXT:
+            skipped.append(f"lines {first}-{last}, item {i}: {len(text)} characters, too long")
+            continue
         start, end = item.get("line_start"), item.get("line_end")
         if not isinstance(start, int) or isinstance(start, bool):
             start = first
@@ -257,10 +261,14 @@ def _parse_reply(
         start = min(max(start, first), last)
         end = min(max(end, start), last)
         raw_tags = item.get("tags")
+        # a tag the bank would refuse is dropped, not allowed to fail the whole batch
         tags = tuple(
-            t.strip().lstrip("#").replace(" ", "-")
-            for t in (raw_tags if isinstance(raw_tags, list) else [])
-            if isinstance(t, str) and t.strip().lstrip("#")
+            dict.fromkeys(
+                clean
+                for t in (raw_tags if isinstance(raw_tags, list) else [])
+                if isinstance(t, str)
+                and TAG_RE.match(clean := t.strip().lstrip("#").replace(" ", "-"))
+            )
         )
         out.append(
             Candidate(
