@@ -228,3 +228,15 @@ def test_union_merge_of_two_machines_still_verifies(vault: Path, tmp_path: Path)
     report = logcheck.verify(v)
     assert report.ok, report.problems
     assert len(log.read_file(v.live_context).entries) == len(base.entries) + 1
+
+
+def test_status_reports_a_torn_log_tail_cheaply(vault: Path) -> None:
+    from vaultmem.maintain import status
+
+    v = make_keys(vault, "ella")
+    log.append(v, "ella", "fine")
+    assert [p.kind for p in status(v).problems if p.path.startswith("nexus/")] == []
+    with open(v.live_context, "a", encoding="utf-8") as fh:
+        fh.write("\n### 2026-11-29T10:00:00.000Z · ella · x · note · cut")
+    found = [p for p in status(v).problems if p.path == "nexus/live-context.md"]
+    assert [p.kind for p in found] == ["torn"]

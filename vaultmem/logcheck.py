@@ -391,3 +391,33 @@ def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) ->
         atomic_write(path, bytes(out))
         log.save_heads(vault, "live", len(out), heads)
     return RotateResult(len(old), files, len(parsed.entries) - len(old))
+
+
+def tail_problems(vault: Vault, *, window: int = 1 << 16) -> list[LogProblem]:
+    """Cheap check for `status`: torn or broken blocks in the last `window` bytes of each log
+    (no signatures, no chains: that is `verify`'s job)."""
+    problems: list[LogProblem] = []
+    for name in log.LOGS:
+        path = log.log_file(vault, name)
+        try:
+            with open(path, "rb") as fh:
+                size = fh.seek(0, 2)
+                start = max(0, size - window)
+                fh.seek(start)
+                data = fh.read()
+        except OSError:
+            continue
+        if start:
+            cut = data.find(log.HEADER_START)
+            if cut < 0:
+                continue
+            start, data = start + cut + 1, data[cut + 1 :]
+        for frag in log.parse_bytes(data, base_offset=start).fragments:
+            problems.append(
+                LogProblem(
+                    vault.rel(path),
+                    frag.kind,
+                    f"{frag.kind} text near the end of the log (run vaultmem verify, then vaultmem repair)",
+                )
+            )
+    return problems

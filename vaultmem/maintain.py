@@ -123,6 +123,9 @@ def status(vault: Vault) -> StatusReport:
     by_type = Counter(f.type or "(none)" for f in facts)
     by_status = Counter(f.status for f in facts)
     problems = identity_problems(vault) + memory_problems(vault)
+    from vaultmem.logcheck import tail_problems  # layer 3: torn log tails (cheap, no crypto)
+
+    problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
     return StatusReport(
         vault=str(vault.root),
         agents=vault.known_agents(),
