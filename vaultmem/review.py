@@ -350,7 +350,7 @@ def merge(
                     f"{into} is {mnote.meta.get('status')}; merge into an active memory",
                     "list them with: vaultmem memories",
                 )
-            old = read_text(mpath, what="note")
+            old = mnote.text  # the text find_fact parsed: head and body must come from one read
             body = mnote.body
             if bank.normalise(fact.text) not in bank.normalise(body):
                 body = body.rstrip("\n") + f"\n\n{fact.text}\n"
