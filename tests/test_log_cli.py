@@ -124,9 +124,10 @@ def test_log_filters_tail_and_since(vault: Path) -> None:
 def test_verify_exit_5_names_the_entry_then_repair_fixes(vault: Path) -> None:
     make_keys(vault)
     for i in range(3):
-        cli(vault, "append", f"n{i}", "--agent", "ella")
+        cli(vault, "append", f"note-{i}", "--agent", "ella")
     path = vault / "nexus/live-context.md"
-    path.write_text(path.read_text().replace("n1", "n-one"))
+    # '-' never occurs in hashes or base64 signatures: only the summary changes
+    path.write_text(path.read_text().replace("note-1", "note-one"))
     res = cli(vault, "verify", "--json")
     assert res.exit_code == 5
     data = json.loads(res.stdout)
@@ -270,3 +271,14 @@ def test_log_rotate_command(vault: Path) -> None:
     res = cli(vault, "log", "rotate", "--keep-days", "0", "--json")
     assert json.loads(res.stdout)["moved"] == 1
     assert cli(vault, "verify").exit_code == 0
+
+
+def test_ack_of_an_unknown_id_warns_but_writes(vault: Path) -> None:
+    make_keys(vault)
+    cli(vault, "append", "real", "--agent", "ella")
+    res = cli(vault, "append", "ok", "--ack", "ella.1", "--agent", "lyra")
+    assert res.exit_code == 0 and res.stderr == ""
+    res = cli(vault, "append", "ok", "--ack", "ella.7", "--agent", "lyra")
+    assert res.exit_code == 0 and "--ack ella.7: no such entry" in res.stderr
+    cli(vault, "decide", "D", "--why", "w", "--agent", "ella")
+    assert cli(vault, "append", "ok", "--ack", "ella.d1", "--agent", "lyra").stderr == ""

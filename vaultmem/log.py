@@ -20,9 +20,9 @@ escaped forms as the original text.
 
 Appends hold `.vaultmem/locks/<log>.lock`, write the whole block with one `write()` (O_APPEND),
 fsync, then record it in the journal (`.vaultmem/journal/<log>.jsonl`). The per-agent chain heads
-are cached in `.vaultmem/heads/<log>.json` together with the log's size; when the size does not
-match (a person or an editor changed the file) the heads are rebuilt from the files and the
-journal, so a sequence number is never reused.
+are cached in `.vaultmem/heads/<log>.json` together with the log's size and mtime; when they do
+not match (a person, an editor or git changed the file) the heads are rebuilt from the files and
+the journal, so a sequence number is never reused.
 """
 
 from __future__ import annotations
@@ -532,21 +532,23 @@ def read_journal(vault: Vault, log: str) -> list[Entry]:
 # --- chain heads ---------------------------------------------------------------------------------
 
 
-def _file_size(path: Path) -> int:
+def file_stamp(path: Path) -> str:
+    """Size and modification time: what the heads cache is validated against."""
     try:
-        return path.stat().st_size
+        st = path.stat()
     except FileNotFoundError:
-        return -1
+        return "missing"
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def _load_heads(vault: Vault, log: str, size: int) -> dict[str, list[Any]] | None:
+def _load_heads(vault: Vault, log: str, stamp: str) -> dict[str, list[Any]] | None:
     try:
         data = json.loads(heads_path(vault, log).read_bytes())
     except (OSError, ValueError):
         return None
     if (
         not isinstance(data, dict)
-        or data.get("size") != size
+        or data.get("stamp") != stamp
         or not isinstance(data.get("agents"), dict)
     ):
         return None
@@ -554,13 +556,13 @@ def _load_heads(vault: Vault, log: str, size: int) -> dict[str, list[Any]] | Non
     return agents
 
 
-def save_heads(vault: Vault, log: str, size: int, heads: dict[str, list[Any]]) -> None:
+def save_heads(vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]]) -> None:
     """A cache, validated by the log's size on every read, so it is written in place without
     fsync (creating a temp file per append costs more than the whole append). A crash mid-write
-    leaves JSON that does not parse or a size that does not match: the heads are then rebuilt
+    leaves JSON that does not parse or a stamp that does not match: the heads are then rebuilt
     from the files and the journal."""
     path = heads_path(vault, log)
-    data = json.dumps({"size": size, "agents": heads}).encode("utf-8")
+    data = json.dumps({"stamp": stamp, "agents": heads}).encode("utf-8")
     try:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -568,7 +570,7 @@ def save_heads(vault: Vault, log: str, size: int, heads: dict[str, list[Any]]) -
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            os.pwrite(fd, data, 0)
+            os.write(fd, data)  # a new fd starts at offset 0
             os.ftruncate(fd, len(data))
         finally:
             os.close(fd)
@@ -594,11 +596,11 @@ def rebuild_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
 
 def current_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     """Chain heads (caller holds the log's lock)."""
-    size = _file_size(log_file(vault, log))
-    heads = _load_heads(vault, log, size)
+    stamp = file_stamp(log_file(vault, log))
+    heads = _load_heads(vault, log, stamp)
     if heads is None:
         heads = rebuild_heads(vault, log)
-        save_heads(vault, log, size, heads)
+        save_heads(vault, log, stamp, heads)
     return heads
 
 
@@ -684,6 +686,7 @@ def append(
     if type_ == "ack" and not acks:
         raise UsageError("an `ack` entry needs the id it acknowledges", "pass --ack ID")
     summary, body, found = prepare_text(vault, summary, body)
+    warnings = unknown_acks(vault, acks) if acks else []
     from vaultmem import signing
 
     signer = signing.signer_for(vault, agent)
@@ -718,8 +721,29 @@ def append(
         entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
         _write_entry(vault, log, path, entry)
         heads[agent] = [seq, digest]
-        save_heads(vault, log, _file_size(path), heads)
-    return AppendResult(entry, vault.rel(path), found)
+        save_heads(vault, log, file_stamp(path), heads)
+    return AppendResult(entry, vault.rel(path), found, tuple(warnings))
+
+
+ACK_WINDOW = 5000  # entries searched back for an acked id (acks are about recent entries)
+
+
+def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
+    """Warnings for acked ids not found among the recent entries (an ack is still written)."""
+    wanted = set(acks)
+    for name in ("decisions",) if all(".d" in a for a in wanted) else LOGS:
+        window = ACK_WINDOW if name == "live" else 1 << 30
+        for n, e in enumerate(iter_reverse(log_file(vault, name)), 1):
+            wanted.discard(e.id)
+            if not wanted or n >= window:
+                break
+        if not wanted:
+            break
+    return [
+        f"--ack {a}: no such entry among the last {ACK_WINDOW} entries (written anyway)"
+        for a in acks
+        if a in wanted
+    ]
 
 
 def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:

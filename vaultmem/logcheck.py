@@ -389,7 +389,7 @@ def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) ->
             pos = e.byte_end
         out += data[pos:]
         atomic_write(path, bytes(out))
-        log.save_heads(vault, "live", len(out), heads)
+        log.save_heads(vault, "live", log.file_stamp(path), heads)
     return RotateResult(len(old), files, len(parsed.entries) - len(old))
 
 

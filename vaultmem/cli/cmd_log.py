@@ -80,6 +80,8 @@ def append(
         acks=acks or [],
     )
     _warn_redactions(result.redactions)
+    for w in result.warnings:
+        warn(w)
     if as_json:
         emit_json(result.entry.to_dict())
     else:
