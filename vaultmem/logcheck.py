@@ -271,6 +271,7 @@ def _quarantine(vault: Vault, rel: str, text: str) -> str:
 def _repair_log(vault: Vault, log_name: str) -> list[str]:
     actions: list[str] = []
     journal = {e.id: e for e in log.read_journal(vault, log_name)}
+    order = {mid: n for n, mid in enumerate(journal)}  # append order breaks time ties
     target = log.log_file(vault, log_name)
     with exclusive(log.lock_for(vault, log_name), vault.config.log.lock_timeout, what=target.name):
         present: set[str] = set()
@@ -302,11 +303,19 @@ def _repair_log(vault: Vault, log_name: str) -> list[str]:
                         for mid, j in journal.items()
                         if mid not in present and j.compute_hash() == j.hash
                     ),
-                    key=lambda j: (j.time, j.agent, j.seq),
+                    key=lambda j: (j.time, order[j.id]),
                 )
                 # present ids in other files were collected before: the live file comes last
                 for j in missing:
-                    at = next((e.byte_start for e in parsed.entries if e.time > j.time), None)
+                    rank = (j.time, order[j.id])
+                    at = next(
+                        (
+                            e.byte_start
+                            for e in parsed.entries
+                            if (e.time, order.get(e.id, len(order))) > rank
+                        ),
+                        None,
+                    )
                     if at is None:
                         cuts.append((len(data), len(data), log.render(j).encode("utf-8")))
                     else:
