@@ -190,3 +190,43 @@ def test_two_agents_set_different_state_sections_at_once(vault: Path) -> None:
     assert "Launch Orbit" in text  # the Goal section a person wrote is untouched
     entries = log.read_file(vault / "nexus/live-context.md").entries
     assert len([e for e in entries if e.type == "state"]) == 6
+
+
+IMPORTS = r"""
+import sys
+from vaultmem.cli.app import run
+try:
+    run(sys.argv[1:])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+def test_append_and_read_import_nothing_heavy(vault: Path) -> None:
+    make_keys(vault)
+    base = ["--vault", str(vault), "--agent", "ella"]
+    append = (
+        subprocess.run(
+            [sys.executable, "-c", IMPORTS, "append", "hello", *base],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.splitlines()[-1]
+        .split()
+    )
+    for heavy in ("yaml", "rich", "whoosh", "anthropic", "watchdog", "mcp", "portalocker"):
+        assert heavy not in append, heavy
+    read = (
+        subprocess.run(
+            [sys.executable, "-c", IMPORTS, "read", *base],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.splitlines()[-1]
+        .split()
+    )
+    for heavy in ("whoosh", "anthropic", "watchdog", "mcp", "cryptography"):
+        assert heavy not in read, heavy
