@@ -166,3 +166,13 @@ def test_reading_an_empty_log_counts_as_a_read(vault: Path) -> None:
     pack = read_json(vault, "--agent", "ella")
     assert new_ids(pack) == ["lyra.1"]
     assert pack["sections"]["new_entries"]["text"].startswith("1 new entries from other agents")
+
+
+def test_a_cursor_that_cannot_be_saved_does_not_fail_the_read(vault: Path) -> None:
+    v = make_keys(vault)
+    log.append(v, "lyra", "hello")
+    # a file where the cursors folder should be: saving fails like on a read-only vault
+    (vault / ".vaultmem" / "cursors").write_text("in the way")
+    res = run_cli("read", "--vault", str(vault), "--agent", "ella")
+    assert res.exit_code == 0 and "hello" in res.stdout
+    assert "could not record what was read" in res.stderr

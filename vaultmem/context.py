@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem import log, notes
-from vaultmem.errors import IntegrityError, VaultmemError
+from vaultmem.errors import IntegrityError, NotWritableError, VaultmemError
 from vaultmem.fsio import atomic_write, read_text
 from vaultmem.vault import Vault
 
@@ -209,7 +209,13 @@ def commit_cursor(vault: Vault, pack: Pack) -> bool:
     if pack.peek or pack.cursor is None:
         return False
     path = cursor_path(vault, pack.agent)
-    atomic_write(path, json.dumps(pack.cursor) + "\n")
+    try:
+        atomic_write(path, json.dumps(pack.cursor) + "\n")
+    except OSError as exc:
+        raise NotWritableError(
+            f"cannot save the read cursor {vault.rel(path)}: {exc.strerror or exc}",
+            "check that .vaultmem/ is writable",
+        ) from exc
     return True
 
 

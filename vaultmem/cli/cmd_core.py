@@ -110,7 +110,14 @@ def read(
             out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
         emit("\n".join(out))
     sys.stdout.flush()  # the pack is out: only now do its entries count as read
-    commit_cursor(v, pack)
+    from vaultmem.errors import VaultmemError
+
+    try:
+        commit_cursor(v, pack)
+    except VaultmemError as exc:  # a read-only vault still gets its pack
+        from vaultmem.cli.base import warn
+
+        warn(f"could not record what was read ({exc.message}); these entries will show again")
 
 
 @app.command(epilog=example("vaultmem status", "vaultmem status --json"))
