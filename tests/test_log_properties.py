@@ -1,0 +1,70 @@
+"""Property tests: whatever text an agent writes, the block parses back to exactly one entry with
+the same summary and body, and the canonical form (hence the hash) is stable."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vaultmem import log
+
+# text rich in the characters that matter: markdown headings, comments, backslashes, newlines
+PIECES = st.sampled_from(
+    ["###", "### ", "<!--", "-->", "<\\!--", "\\", "\n", " · ", "<!-- vaultmem {", "}", "~~~", "`"]
+)
+TEXT = st.lists(st.one_of(PIECES, st.text(max_size=8)), max_size=25).map("".join)
+
+
+def entry(summary: str, body: str) -> log.Entry:
+    e = log.Entry(
+        id="ella.1",
+        agent="ella",
+        seq=1,
+        time="2026-11-29T15:00:00.000Z",
+        channel="c",
+        type="note",
+        summary=log.fold_summary(summary) or "x",
+        body=log.normalize_body(body),
+        extra={"why": body},
+    )
+    return replace(e, hash=e.compute_hash())
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, TEXT)
+def test_any_text_round_trips_as_exactly_one_entry(summary: str, body: str) -> None:
+    e = entry(summary, body)
+    before = "# Live context\n\nsome text a person wrote\n"
+    parsed = log.parse_bytes((before + log.render(e) + log.render(e)).encode())
+    assert parsed.fragments == ()
+    assert len(parsed.entries) == 2
+    got = parsed.entries[0]
+    assert (got.summary, got.body, got.extra) == (e.summary, e.body, e.extra)
+    assert got.compute_hash() == e.hash == got.hash
+
+
+@settings(max_examples=100, deadline=None)
+@given(TEXT, TEXT)
+def test_reading_from_the_end_agrees_with_reading_from_the_top(summary: str, body: str) -> None:
+    import tempfile
+    from pathlib import Path
+
+    blocks = [entry(summary + str(i), body) for i in range(3)]
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "live.md"
+        path.write_text("intro\n" + "".join(log.render(b) for b in blocks), encoding="utf-8")
+        rev = list(log.iter_reverse(path, chunk=64))
+    assert [(e.summary, e.body) for e in reversed(rev)] == [(b.summary, b.body) for b in blocks]
+
+
+def test_canonical_form_is_fixed() -> None:
+    e = entry("Webhook retries are idempotent now", "Line one\nLine two")
+    assert e.canonical() == (
+        b'{"acks":[],"agent":"ella","body":"Line one\\nLine two","channel":"c",'
+        b'"extra":{"why":"Line one\\nLine two"},"id":"ella.1","key":null,"log":"live",'
+        b'"prev":null,"seq":1,"summary":"Webhook retries are idempotent now",'
+        b'"time":"2026-11-29T15:00:00.000Z","type":"note","v":1}'
+    )
+    assert e.hash == "sha256:" + __import__("hashlib").sha256(e.canonical()).hexdigest()
