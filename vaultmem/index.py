@@ -44,7 +44,7 @@ from vaultmem.fsio import atomic_write
 from vaultmem.locking import exclusive, lock_path, release, try_exclusive
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 PROBLEMS = "problems.json"
@@ -66,14 +66,79 @@ TEXT_FIELDS: dict[str, float] = {
     "tags": 1.5,
     "body": 1.0,
 }
+BM25_K1 = 1.2
+BM25_B = 0.75
+PROXIMITY_SLOP = 3
+PROXIMITY_BOOST = 0.0
+COVERAGE_POWER = 1.0
+WHOLE_SECTIONS = True
+# words of a question that say what kind of answer is wanted, not what it is about
+QUERY_STOP = frozenset(
+    [
+        "would",
+        "could",
+        "should",
+        "might",
+        "must",
+        "shall",
+        "may",
+        "can",
+        "will",
+        "also",
+        "ever",
+        "yet",
+        "still",
+        "etc",
+        "like",
+        "likely",
+        "kind",
+        "sort",
+        "many",
+        "much",
+        "often",
+        "times",
+        "time",
+        "one",
+        "ones",
+        "someone",
+        "something",
+        "anything",
+        "anyone",
+        "thing",
+        "things",
+        "get",
+        "got",
+        "make",
+        "made",
+        "way",
+        "ways",
+        "regarding",
+        "considered",
+        "consider",
+        "potentially",
+        "probably",
+        "based",
+        "according",
+        "whether",
+        "else",
+        "besides",
+        "other",
+        "others",
+        "another",
+        "what's",
+        "who's",
+        "how's",
+    ]
+)
 ProgressFn = Callable[[int, int], None]
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-# Long sections are indexed as passages of about this many lines, so a hit points at the
+# Long sections are indexed as passages of about this many words, so a hit points at the
 # lines that matter and a long page does not drown short ones.
-PASSAGE_LINES = 40
+PASSAGE_WORDS = 100
+PASSAGE_OVERLAP = 0
 
 
 # --- results --------------------------------------------------------------------------------
@@ -130,6 +195,7 @@ class Doc:
     id: str = ""
     hidden: bool = False
     valid_until: str = ""
+    unit: str = "section"  # "section", "passage" (of a long section) or "whole" (long section)
 
 
 @dataclass
@@ -392,61 +458,58 @@ def sections(body: str, first_line: int) -> Iterator[tuple[str, int, int, list[s
 def _passages(
     heading: str, start: int, end: int, lines: list[str]
 ) -> Iterator[tuple[str, int, int, str]]:
-    """Split a long section into passages of about PASSAGE_LINES lines, at blank lines if any."""
-    if len(lines) <= PASSAGE_LINES * 3 // 2:
+    """Split a long section into passages of about PASSAGE_WORDS words, at line ends.
+
+    A passage ends early at a blank line when one is near. Passages overlap by
+    PASSAGE_OVERLAP lines so that two lines that belong together are seen together once.
+    """
+    counts = [len(line.split()) for line in lines]
+    if sum(counts) <= PASSAGE_WORDS * 3 // 2:
         yield heading, start, end, "\n".join(lines)
         return
     i = 0
-    while i < len(lines):
-        j = min(i + PASSAGE_LINES, len(lines))
-        if len(lines) - j < PASSAGE_LINES // 2:
-            j = len(lines)
-        else:  # end at a blank line near the limit when there is one
-            for k in range(j, max(i + PASSAGE_LINES // 2, j - 10), -1):
-                if not lines[k - 1].strip():
-                    j = k
-                    break
+    n = len(lines)
+    while i < n:
+        j, words = i, 0
+        while j < n and (words < PASSAGE_WORDS or j == i):
+            words += counts[j]
+            j += 1
+        if sum(counts[j:]) < PASSAGE_WORDS // 2:
+            j = n
         yield heading, start + i, start + j - 1, "\n".join(lines[i:j])
-        i = j
+        if j >= n:
+            break
+        i = max(i + 1, j - PASSAGE_OVERLAP)
 
 
-def _entry_docs(rel: str, kind: str, text: str) -> list[Doc] | None:
-    """Log entries / decisions as one document each, via vaultmem.log when it is available."""
-    try:
-        from vaultmem import log as log_mod  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    parse_entries = getattr(log_mod, "parse_entries", None)
-    if parse_entries is None:
-        return None
-    try:
-        entries = parse_entries(text)
-    except Exception:  # a log we cannot parse is still indexed, as plain sections
-        return None
+def _entry_docs(rel: str, kind: str, text: str) -> list[Doc]:
+    """Log entries / decisions as one document each (superseded decisions hidden)."""
+    from vaultmem import log as log_mod
+
+    entries = log_mod.parse_entries(text)
+    replaced = {sup for e in entries if isinstance(sup := e.extra.get("supersedes"), str) and sup}
     docs = []
     for e in entries:
-        summary = str(getattr(e, "summary", "") or "")
-        body = str(getattr(e, "body", "") or "")
-        when = str(getattr(e, "time", "") or "")
-        extra = getattr(e, "extra", None) or {}
-        status = str(extra.get("status", "") if isinstance(extra, dict) else "")
+        tags = e.extra.get("tags")
+        why = e.extra.get("why")
+        body = "\n".join(x for x in (e.body, why if isinstance(why, str) else "") if x)
+        hidden = e.id in replaced
         docs.append(
             Doc(
                 path=rel,
                 kind=kind,
-                title=summary,
-                heading=" · ".join(
-                    str(x) for x in (getattr(e, "channel", ""), getattr(e, "type", "")) if x
-                ),
+                title=e.summary,
+                heading=" · ".join(x for x in (e.channel, e.type) if x),
                 body=body,
-                line_start=int(getattr(e, "line_start", 0) or 0),
-                line_end=int(getattr(e, "line_end", 0) or 0),
-                type=str(getattr(e, "type", "") or ""),
-                agent=str(getattr(e, "agent", "") or ""),
-                date=_iso_date(when),
-                id=str(getattr(e, "id", "") or ""),
-                status=status,
-                hidden=status in HIDDEN_STATUSES,
+                line_start=e.line_start,
+                line_end=e.line_end,
+                tags=",".join(str(t).lower() for t in tags) if isinstance(tags, list) else "",
+                type=e.type,
+                agent=e.agent,
+                date=_iso_date(e.time),
+                id=e.id,
+                status="superseded" if hidden else "",
+                hidden=hidden,
             )
         )
     return docs
@@ -483,9 +546,10 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
         "valid_until": valid_until if kind in ("memory", "bank") else "",
     }
     if kind in ("log", "decision"):
-        entry_docs = _entry_docs(rel, kind, note.body if note.ok else text)
-        if entry_docs is not None:
-            return entry_docs, problems
+        try:
+            return _entry_docs(rel, kind, text), problems
+        except Exception as exc:  # a log we cannot parse is still indexed, as plain sections
+            problems.append(("unparsable-log", f"entries not parsed ({exc}); indexed as text"))
     docs: list[Doc] = []
     if not title:
         for heading, _s, _e, _lines in sections(note.body, note.body_line):
@@ -496,7 +560,23 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
     if aliases:
         title = f"{title} {aliases}"
     for heading, start, end, lines in sections(note.body, note.body_line):
-        for p_heading, p_start, p_end, p_text in _passages(heading, start, end, lines):
+        parts = list(_passages(heading, start, end, lines))
+        if len(parts) > 1 and WHOLE_SECTIONS:
+            # the whole section too: its score says how much the section as a whole is about
+            # the query, the passages say where exactly
+            text = "\n".join(lines)
+            docs.append(
+                Doc(
+                    title=title,
+                    heading=heading,
+                    body=text,
+                    line_start=start,
+                    line_end=end,
+                    unit="whole",
+                    **common,
+                )
+            )
+        for p_heading, p_start, p_end, p_text in parts:
             if not p_text.strip() and not p_heading:
                 continue
             docs.append(
@@ -506,6 +586,7 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
                     body=p_text,
                     line_start=p_start,
                     line_end=p_end,
+                    unit="passage" if len(parts) > 1 else "section",
                     **common,
                 )
             )
@@ -590,6 +671,8 @@ def schema(language: str) -> Any:
         hidden=ID,
         valid_until=ID(stored=True),
         lines=STORED,
+        unit=ID(stored=True),
+        owner=ID,
         body=TEXT(analyzer=ana, stored=True),
     )
 
@@ -604,6 +687,9 @@ def _fields(doc: Doc, n: int) -> dict[str, Any]:
         "body": doc.body,
         "lines": (doc.line_start, doc.line_end),
         "hidden": "1" if doc.hidden else "0",
+        "unit": doc.unit,
+        # whose notes these are: an agent's own folder, or "-" for what every agent shares
+        "owner": kind_of(doc.path)[1] or "-",
     }
     for name in ("desc", "tags", "type", "agent", "date", "status", "id", "valid_until"):
         value = getattr(doc, name)
@@ -926,7 +1012,8 @@ class Query:
     field_words: tuple[tuple[str, str], ...] = ()  # (text field, words): scored, required
     kinds: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
-    agents: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()  # strict: written by / about this agent
+    visible_to: str = ""  # an agent: shared documents plus that agent's own folder
     tags: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
     statuses: tuple[str, ...] = ()
@@ -957,7 +1044,9 @@ class Searcher:
                 raise FileNotFoundError("no index manifest")
             try:
                 ix = _open_generation(self.vault, manifest.generation)
-                weighting = scoring.BM25F(B=0.75, K1=1.2, title_B=0.3, heading_B=0.3, tags_B=0.3)
+                weighting = scoring.BM25F(
+                    B=BM25_B, K1=BM25_K1, title_B=0.3, heading_B=0.3, tags_B=0.3
+                )
                 return ix, ix.searcher(weighting=weighting)
             except Exception as exc:
                 last = exc
@@ -983,6 +1072,17 @@ class Searcher:
         """(term, start char, end char) of some text, for marking snippets."""
         return [(t.text, t.startchar, t.endchar) for t in self.analyzer(text, chars=True)]
 
+    def plain_terms(self, words: tuple[str, ...]) -> list[str]:
+        """Index terms of the plain words of a query, without question filler (English).
+
+        The index keeps these words (phrases need them); a natural question is full of them
+        ("would", "kind of", "how many") and each one that a wrong page happens to repeat
+        pulls it up. Dropped only when something else is left to search for.
+        """
+        kept = [w for w in words if w.lower().strip("?!.,;:'\"") not in QUERY_STOP]
+        terms = [t for w in (kept or words) for t in self.terms(w)]
+        return terms or [t for w in words for t in self.terms(w)]
+
     def doc_count(self) -> int:
         return int(self.searcher.doc_count())
 
@@ -991,9 +1091,7 @@ class Searcher:
 
         scored: list[Any] = []
         leaves: list[Any] = []
-        terms = []
-        for word in q.words:
-            terms.extend(self.terms(word))
+        terms = self.plain_terms(q.words)
         seen: set[str] = set()
         for term in terms:
             if term in seen:
@@ -1005,8 +1103,8 @@ class Searcher:
                 scored.append(leaf)
         # adjacent query words close together in the text: a proximity bonus
         for a, b in itertools.pairwise(terms):
-            if a != b:
-                leaf = wq.Phrase("body", [a, b], slop=3, boost=0.5)
+            if a != b and PROXIMITY_BOOST > 0:
+                leaf = wq.Phrase("body", [a, b], slop=PROXIMITY_SLOP, boost=PROXIMITY_BOOST)
                 leaves.append(leaf)
                 scored.append(leaf)
         required: list[Any] = []
@@ -1044,6 +1142,8 @@ class Searcher:
         any_of("type", q.types)
         any_of("agent", q.agents)
         any_of("tags", tuple(t.lower() for t in q.tags))
+        if q.visible_to:
+            any_of("owner", (q.visible_to, "-"))
         any_of("id", q.ids)
         any_of("status", q.statuses)
         if q.under:
@@ -1067,16 +1167,32 @@ class Searcher:
         return main, flt, mask, leaves
 
     def search(self, q: Query, *, limit: int, explain: bool = False) -> list[RawHit]:
+        """Top documents; BM25F scores scaled by how much of the query each one covers.
+
+        OR semantics rank a document that repeats one query word above one that has all of
+        them; weighting by the (idf-weighted) share of query terms matched corrects that.
+        """
         main, flt, mask, leaves = self._build(q)
         if main is None or main.__class__.__name__ == "_NullQuery":
             return []
-        results = self.searcher.search(main, limit=limit, filter=flt, mask=mask)
+        results = self.searcher.search(main, limit=limit, filter=flt, mask=mask, terms=True)
+        plain: dict[str, float] = {}
+        for term in self.plain_terms(q.words):
+            plain[term] = max(float(self.searcher.idf("body", term)), 0.0)
+        total = sum(plain.values())
         hits = []
         for r in results:
+            score = float(r.score)
             contrib: tuple[tuple[str, float], ...] = ()
+            if total > 0 and COVERAGE_POWER:
+                matched = {text for _f, text in (r.matched_terms() or ())}
+                seen = {t.decode() if isinstance(t, bytes) else t for t in matched}
+                share = sum(w for t, w in plain.items() if t in seen) / total
+                score *= share**COVERAGE_POWER
             if explain:
                 contrib = self._explain(r.docnum, leaves)
-            hits.append(RawHit(float(r.score), dict(r.fields()), contrib))
+            hits.append(RawHit(score, dict(r.fields()), contrib))
+        hits.sort(key=lambda h: -h.score)
         return hits
 
     def _explain(self, docnum: int, leaves: list[Any]) -> tuple[tuple[str, float], ...]:

@@ -35,7 +35,9 @@ SCORED_FIELDS = {"title": "title", "heading": "heading", "body": "body", "descri
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SNIPPET_CHARS = 240
 # how much the other matching sections of a note add to its best section's score
-SECTION_SUPPORT = 0.25
+SECTION_SUPPORT = 0.05
+# how much a long section's score as a whole adds to its best passage's
+WHOLE_WEIGHT = 1.0
 _ENTRY_KINDS = ("log", "decision")
 
 
@@ -129,7 +131,6 @@ def parse_query(
     for key, value in (
         ("kinds", kind),
         ("types", type_),
-        ("agents", agent),
         ("under", under),
         ("since", since),
     ):
@@ -151,6 +152,7 @@ def parse_query(
         kinds=tuple(filters["kinds"]),
         types=tuple(t.lower() for t in filters["types"]),
         agents=tuple(filters["agents"]),
+        visible_to=agent or "",
         tags=tuple(t.lstrip("#") for t in filters["tags"]),
         ids=tuple(filters["ids"]),
         statuses=tuple(s.lower() for s in filters["statuses"]),
@@ -168,19 +170,22 @@ def _snippet(searcher: index.Searcher, body: str, wanted: set[str]) -> tuple[str
     """
     lines = body.splitlines()
     best, best_i, best_tokens = -1, 0, []
-    for i, line in enumerate(lines):
+    for i, raw in enumerate(lines):
+        line = raw.replace("**", "").replace("__", "")
         if not line.strip():
             continue
         tokens = searcher.tokens(line)
         found = {t for t, _s, _e in tokens if t in wanted}
         score = len(found) * 10 + sum(1 for t, _s, _e in tokens if t in wanted)
+        if line.lstrip().startswith("#"):  # a heading says less than the text under it
+            score = score // 4
         if score > best:
             best, best_i, best_tokens = score, i, tokens
         if best > 0 and i > 200 and best >= 10 * len(wanted):
             break
     if best < 0:
         return "", 0
-    line = lines[best_i]
+    line = lines[best_i].replace("**", "").replace("__", "")
     marks = [(s, e) for t, s, e in best_tokens if t in wanted]
     out, pos = [], 0
     for s, e in marks:
@@ -257,9 +262,13 @@ def _search(
         groups.setdefault(key, []).append(h)
     scored = []
     for members in groups.values():
-        best = members[0]
-        support = sum(m.score for m in members[1:])
-        scored.append((best.score + SECTION_SUPPORT * support, best))
+        parts = [m for m in members if m.fields.get("unit") != "whole"]
+        wholes = [m for m in members if m.fields.get("unit") == "whole"]
+        best = parts[0] if parts else wholes[0]
+        score = best.score + SECTION_SUPPORT * sum(m.score for m in parts[1:])
+        if wholes:
+            score += WHOLE_WEIGHT * wholes[0].score
+        scored.append((score, best))
     scored.sort(key=lambda x: -x[0])
     wanted: set[str] = set()
     for w in (*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)):

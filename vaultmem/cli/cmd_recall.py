@@ -1,3 +1,189 @@
-"""Commands of the recall layer (registered on the shared app by importing this module)."""
+"""Layer 4 commands: recall, index, watch.
+
+Nothing from the core is imported at the top: every command module is imported on every call,
+and whoosh must stay out of `append` and `read`.
+"""
 
 from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, app, emit, emit_json, example, warn
+
+
+def _warn_freshness(fresh: Any) -> None:
+    for message in fresh.warnings:
+        warn(message)
+
+
+@app.command(
+    epilog=example(
+        'vaultmem recall "stripe webhooks"',
+        'vaultmem recall "capacity" --kind memory --limit 3 --json',
+        'vaultmem recall "\\"walk-in reserve\\" kind:note" --explain',
+    ),
+)
+def recall(
+    query: Annotated[
+        str,
+        typer.Argument(
+            help='Words (any may match), "quoted phrases" (must match) and field:value filters '
+            "(kind, type, agent, tag, id, status, under, since, title, heading, body)."
+        ),
+    ],
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits to return.")] = 10,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            help="memory, identity, log, decision, checkpoint, bank, state or note.",
+            show_default=False,
+        ),
+    ] = None,
+    type_: Annotated[
+        str | None,
+        typer.Option(
+            "--type", "-t", help="Frontmatter type (facts, bank notes).", show_default=False
+        ),
+    ] = None,
+    under: Annotated[
+        str | None,
+        typer.Option(help="Only files under this vault folder (or this file).", show_default=False),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="Only documents dated on or after YYYY-MM-DD (frontmatter date, else mtime).",
+            show_default=False,
+        ),
+    ] = None,
+    include_retracted: Annotated[
+        bool,
+        typer.Option(
+            "--include-retracted",
+            help="Also retracted/superseded facts and rejected/expired bank notes.",
+        ),
+    ] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show what contributed to each score.")
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ranked places in the vault about QUERY, with path, lines and a snippet.
+
+    The index is brought up to date first (only changed files are reindexed). With --agent,
+    hits come from shared notes and that agent's own folder; `agent:NAME` in the query keeps
+    only documents written by NAME.
+    """
+    from vaultmem.cli.base import open_vault
+    from vaultmem.recall import recall as do_recall
+
+    result = do_recall(
+        open_vault(vault),
+        query,
+        limit=limit,
+        kind=kind,
+        type_=type_,
+        agent=agent,
+        under=under,
+        since=since,
+        include_retracted=include_retracted,
+        explain=explain,
+    )
+    _warn_freshness(result.index)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    from vaultmem.cli.output_recall import render_recall
+
+    render_recall(result)
+
+
+@app.command(
+    "index",
+    epilog=example("vaultmem index", "vaultmem index --rebuild", "vaultmem index --json"),
+)
+def index_cmd(
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Rebuild from scratch (with a progress bar).")
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring the search index up to date with the files (recall does this by itself).
+
+    Waits for another refresh to finish (exit 6 after the lock timeout). Lists the files it
+    could not read cleanly; `vaultmem status` lists them too.
+    """
+    from vaultmem import index
+    from vaultmem.cli.base import open_vault
+
+    v = open_vault(vault)
+    if rebuild and not as_json:
+        from vaultmem.cli.output_recall import progress_bar
+
+        with progress_bar("Indexing") as update:
+            fresh = index.refresh(v, wait=None, rebuild=True, progress=update)
+    else:
+        fresh = index.refresh(v, wait=None, rebuild=rebuild, trust_watcher=False)
+    _warn_freshness(fresh)
+    problems = index.index_problems(v)
+    if as_json:
+        emit_json({"index": fresh.to_dict(), "problems": [p.to_dict() for p in problems]})
+        return
+    verb = "Rebuilt" if fresh.rebuilt else "Refreshed"
+    emit(
+        f"{verb} index: {fresh.files} files, {fresh.refreshed} (re)indexed, "
+        f"{fresh.removed} removed, in {fresh.duration_ms / 1000:.2f}s"
+    )
+    for p in problems:
+        emit(f"  ! {p.path}: {p.kind}: {p.message}")
+
+
+@app.command(epilog=example("vaultmem watch", "vaultmem watch --json --debounce 1"))
+def watch(
+    debounce: Annotated[
+        float, typer.Option(help="Seconds of quiet before a burst of changes is indexed.")
+    ] = 0.3,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Keep the index current as files change, until Ctrl-C (which exits 0).
+
+    One line per refresh on stdout (a JSON object per line with --json). While it runs,
+    `recall` trusts it instead of walking the vault.
+    """
+    import json
+    import sys
+
+    from vaultmem.cli.base import open_vault
+    from vaultmem.watch import WatchEvent
+    from vaultmem.watch import watch as do_watch
+
+    v = open_vault(vault)
+
+    def report(event: WatchEvent) -> None:
+        f = event.freshness
+        _warn_freshness(f)
+        if as_json:
+            line = json.dumps({"events": event.events, "index": f.to_dict()}, ensure_ascii=False)
+        elif not event.events:
+            line = f"watching {v.root} ({f.files} files indexed); Ctrl-C to stop"
+        else:
+            line = (
+                f"{event.events} change(s): {f.refreshed} (re)indexed, {f.removed} removed "
+                f"in {f.duration_ms:.0f} ms"
+            )
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    try:
+        do_watch(v, debounce=debounce, on_refresh=report)
+    except KeyboardInterrupt:
+        if not as_json:
+            sys.stderr.write("stopped\n")

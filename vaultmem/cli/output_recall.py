@@ -1,0 +1,86 @@
+"""Human output for recall and index: a rich table of hits, a progress bar for rebuilds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from vaultmem.recall import RecallResult
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+_MARK = re.compile(r"\*\*(.+?)\*\*")
+
+
+def _snippet(text: str) -> str:
+    """Snippet terms arrive marked **like this**; show them bold."""
+    parts = _MARK.split(text)
+    return "".join(
+        f"[bold yellow]{escape(p)}[/]" if i % 2 else escape(p) for i, p in enumerate(parts)
+    )
+
+
+def render_recall(result: RecallResult) -> None:
+    fresh = result.index
+    if not result.hits:
+        out.print(f"No hits for {escape(result.query)!s}.")
+    else:
+        table = Table(show_edge=False, show_lines=False, expand=False)
+        table.add_column("#", justify="right")
+        table.add_column("score", justify="right")
+        table.add_column("where", overflow="fold")
+        table.add_column("kind")
+        table.add_column("what", overflow="fold", ratio=3)
+        for h in result.hits:
+            where = f"{h.path}:{h.line_start}-{h.line_end}"
+            head = h.title + (f" › {h.heading}" if h.heading and h.heading != h.title else "")
+            extra = " · ".join(x for x in (h.id, h.agent, h.date) if x)
+            what = f"[bold]{escape(head)}[/]"
+            if extra:
+                what += f"  [dim]{escape(extra)}[/]"
+            if h.snippet:
+                what += "\n" + _snippet(h.snippet)
+            if h.explain:
+                what += (
+                    "\n[dim]"
+                    + escape(" + ".join(f"{term} {score:.2f}" for term, score in h.explain))
+                    + "[/]"
+                )
+            table.add_row(str(h.rank), f"{h.score:.2f}", escape(where), h.kind, what)
+        out.print(table)
+    state = (
+        "stale: another process is refreshing"
+        if fresh.stale
+        else f"{fresh.refreshed} refreshed, {fresh.removed} removed"
+        + (", rebuilt" if fresh.rebuilt else "")
+    )
+    err.print(
+        f"[dim]index: {fresh.files} files, {state}, checked by {fresh.checked_by} "
+        f"in {fresh.duration_ms:.0f} ms[/]"
+    )
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        task = progress.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield update
