@@ -169,3 +169,12 @@ def test_journal_holds_every_append(vault: Path) -> None:
     lines = log.journal_path(v, "live").read_text().splitlines()
     assert [json.loads(x)["id"] for x in lines] == ids
     assert [e.id for e in log.read_journal(v, "live")] == ids
+
+
+def test_a_torn_journal_line_does_not_swallow_the_next_append(vault: Path) -> None:
+    v = make_keys(vault, "ella")
+    log.append(v, "ella", "one")
+    journal = log.journal_path(v, "live")
+    journal.write_bytes(journal.read_bytes() + b'{"id": "ella.2", "agent": "el')  # power cut
+    log.append(v, "ella", "two")
+    assert [e.summary for e in log.read_journal(v, "live")] == ["one", "two"]

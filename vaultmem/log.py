@@ -759,4 +759,19 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
     if not journal.parent.is_dir():
         journal.parent.mkdir(parents=True, exist_ok=True)
         fsync_dir(journal.parent)
-    append_durable(journal, json.dumps(entry.full_dict(), ensure_ascii=False).encode() + b"\n")
+    line = json.dumps(entry.full_dict(), ensure_ascii=False).encode() + b"\n"
+    append_durable(journal, _after_newline(journal) + line)
+
+
+def _after_newline(path: Path) -> bytes:
+    """b"\n" when the file ends inside a line (a power cut tore the last journal line): the
+    next line must not be glued to it."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            if size == 0:
+                return b""
+            fh.seek(size - 1)
+            return b"" if fh.read(1) == b"\n" else b"\n"
+    except FileNotFoundError:
+        return b""
