@@ -638,17 +638,22 @@ def analyzer(language: str) -> Any:
         StemFilter,
         StopFilter,
     )
-    from whoosh.support.charset import accent_map
 
     chain = RegexTokenizer(r"\w+(?:[.'’]\w+)*") | LowercaseFilter()
+    from whoosh.lang import NoStopWords, stopwords_for_language
+    from whoosh.support.charset import accent_map as folding
+
     try:
-        chain = chain | StopFilter(lang=language)
-    except Exception:  # no stop list for this language
-        chain = chain | StopFilter()
+        stops = set(stopwords_for_language(language))
+    except NoStopWords:
+        stops = set(stopwords_for_language("en"))
+    # the unaccented spelling of a stop word ("perche") is a stop word too
+    stops |= {w.translate(folding) for w in stops}
+    chain = chain | StopFilter(stoplist=stops)
     # no stemmer for this language: unstemmed words still match
     with contextlib.suppress(Exception):
         chain = chain | StemFilter(lang=language)
-    return chain | CharsetFilter(accent_map)
+    return chain | CharsetFilter(folding)
 
 
 def schema(language: str) -> Any:

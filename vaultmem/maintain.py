@@ -126,6 +126,14 @@ def status(vault: Vault) -> StatusReport:
     from vaultmem.logcheck import tail_problems  # layer 3: torn log tails (cheap, no crypto)
 
     problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
+    from vaultmem.index import index_problems  # layer 4: read from the index (no whoosh import)
+
+    seen = {(p.path, p.kind) for p in problems}
+    problems += [
+        Problem(p.path, p.kind, p.message)
+        for p in index_problems(vault)
+        if (p.path, p.kind) not in seen
+    ]
     return StatusReport(
         vault=str(vault.root),
         agents=vault.known_agents(),

@@ -1,0 +1,263 @@
+"""The index: documents and line ranges, freshness against the manifest, bad files, rebuilds."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from vaultmem import index
+from vaultmem.recall import recall
+from vaultmem.vault import Vault
+
+
+def _v(path: Path) -> Vault:
+    return Vault.open(path)
+
+
+def _write(vault: Path, rel: str, text: str | bytes) -> Path:
+    path = vault / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _paths(vault: Path, query: str, **kw: object) -> list[str]:
+    return [h.path for h in recall(_v(vault), query, **kw).hits]  # type: ignore[arg-type]
+
+
+def _problems(vault: Path) -> dict[str, str]:
+    return {p.path: p.kind for p in index.index_problems(_v(vault))}
+
+
+# --- documents and line ranges ------------------------------------------------------------
+
+NOTE = """---
+title: Climbing walls
+tags: [gym, walls]
+---
+Intro line about holds.
+
+# Bouldering
+
+Bouldering walls are short.
+```
+# not a heading, inside code
+```
+
+## Grades
+
+Fontainebleau grades apply.
+# Lead climbing
+Ropes and quickdraws.
+"""
+
+
+def test_sections_have_heading_paths_and_file_line_ranges() -> None:
+    docs, problems = index.documents("wiki/walls.md", NOTE)
+    assert problems == []
+    lines = NOTE.splitlines()
+    by_heading = {d.heading: d for d in docs}
+    assert set(by_heading) == {"", "Bouldering", "Bouldering > Grades", "Lead climbing"}
+    for d in docs:
+        span = "\n".join(lines[d.line_start - 1 : d.line_end])
+        assert span.strip() == d.body.strip()
+    assert by_heading["Bouldering"].line_start == 7  # the heading line itself
+    assert "# not a heading" in by_heading["Bouldering"].body
+    assert by_heading["Bouldering > Grades"].line_start == 14
+    assert by_heading["Lead climbing"].line_end == 18
+    assert all(d.title == "Climbing walls" and d.tags == "gym,walls" for d in docs)
+
+
+def test_long_sections_become_passages_plus_the_whole() -> None:
+    body = "\n".join(f"line {i} " + "word " * 20 for i in range(40))
+    docs, _ = index.documents("notes/long.md", "# Long\n" + body + "\n")
+    units = [d.unit for d in docs]
+    assert units.count("whole") == 1 and units.count("passage") >= 4
+    passages = [d for d in docs if d.unit == "passage"]
+    assert passages[0].line_start == 1 and passages[-1].line_end == 41
+    for a, b in itertools.pairwise(passages):
+        assert b.line_start == a.line_end + 1 - index.PASSAGE_OVERLAP
+
+
+@pytest.mark.parametrize(
+    ("rel", "kind", "agent"),
+    [
+        ("memory/x.md", "memory", ""),
+        ("memory/MEMORY.md", "note", ""),
+        ("agents/ella/memory/x.md", "memory", "ella"),
+        ("agents/ella/IDENTITY.md", "identity", "ella"),
+        ("agents/ella/bank/2026-01-01-x.md", "bank", "ella"),
+        ("agents/ella/checkpoint.md", "checkpoint", "ella"),
+        ("agents/ella/notes/x.md", "note", "ella"),
+        ("nexus/live-context.md", "log", ""),
+        ("nexus/archive/2026-01.md", "log", ""),
+        ("nexus/decisions.md", "decision", ""),
+        ("nexus/project-state.md", "state", ""),
+        ("wiki/x.md", "note", ""),
+    ],
+)
+def test_kind_from_the_vault_layout(rel: str, kind: str, agent: str) -> None:
+    assert index.kind_of(rel) == (kind, agent)
+
+
+def test_line_ranges_point_at_the_matching_lines(vault: Path) -> None:
+    text = "# Top\n\nfiller\n\n## Ropes\n\nThe zygomorphic rope is blue.\n\n## Other\n\nnothing\n"
+    _write(vault, "wiki/ropes.md", text)
+    hit = recall(_v(vault), "zygomorphic").hits[0]
+    assert (hit.path, hit.heading) == ("wiki/ropes.md", "Top > Ropes")
+    lines = text.splitlines()
+    assert lines[hit.line_start - 1] == "## Ropes"
+    assert any("zygomorphic" in ln for ln in lines[hit.line_start - 1 : hit.line_end])
+    assert "**zygomorphic**" in hit.snippet
+
+
+# --- freshness ----------------------------------------------------------------------------
+
+
+def test_refresh_reindexes_only_what_changed(vault: Path) -> None:
+    v = _v(vault)
+    first = index.refresh(v)
+    assert first.rebuilt and first.files > 10
+    assert index.refresh(v).refreshed == 0
+    _write(vault, "wiki/new.md", "# New\nquokka\n")
+    (vault / "wiki" / "Glossary.md").unlink()
+    fresh = index.refresh(v)
+    assert (fresh.refreshed, fresh.removed, fresh.rebuilt) == (1, 1, False)
+    assert index.refresh(v).refreshed == 0
+
+
+def test_same_size_same_mtime_edit_is_caught_by_hash(vault: Path) -> None:
+    path = _write(vault, "wiki/racy.md", "# Racy\nalpha wombat\n")
+    assert _paths(vault, "wombat") == ["wiki/racy.md"]
+    st = path.stat()
+    path.write_text("# Racy\nalpha numbat\n", encoding="utf-8")  # same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _paths(vault, "numbat") == ["wiki/racy.md"]
+    assert _paths(vault, "wombat") == []
+
+
+def test_language_change_rebuilds(vault: Path) -> None:
+    index.refresh(_v(vault))
+    cfg = vault / "vaultmem.toml"
+    cfg.write_text(cfg.read_text().replace('language = "en"', 'language = "it"'))
+    fresh = index.refresh(_v(vault))
+    assert fresh.rebuilt and any("language" in w for w in fresh.warnings)
+
+
+def test_refresh_handles_a_file_that_vanishes_after_the_walk(vault: Path) -> None:
+    v = _v(vault)
+    index.refresh(v)
+    _write(vault, "wiki/ghost.md", "# Ghost\nspectral\n")
+    current, skipped = index.walk(v)
+    (vault / "wiki" / "ghost.md").unlink()
+    manifest = index._load_manifest(v)
+    assert manifest is not None
+    plan = index._plan(v, manifest, current, skipped)
+    assert "wiki/ghost.md" in plan.changed
+    ix = index._open_generation(v, manifest.generation)
+    try:
+        refreshed, _removed = index._apply(v, ix, manifest, plan, bulk=False, progress=None)
+    finally:
+        ix.close()
+    assert refreshed == 0 and "wiki/ghost.md" not in manifest.files
+
+
+# --- what people leave in a vault ---------------------------------------------------------
+
+
+def test_broken_yaml_is_indexed_as_text_and_reported(vault: Path, cli: object) -> None:
+    _write(vault, "wiki/broken.md", "---\ntitle: [unclosed\n---\n# Broken\nplatypus here\n")
+    assert _paths(vault, "platypus") == ["wiki/broken.md"]
+    assert _problems(vault)["wiki/broken.md"] == "broken-frontmatter"
+    res = run_cli("status", "--vault", str(vault), "--json")
+    listed = {(p["path"], p["kind"]) for p in json.loads(res.stdout)["problems"]}
+    assert ("wiki/broken.md", "broken-frontmatter") in listed
+
+
+def test_bad_bytes_empty_and_binary_files(vault: Path) -> None:
+    _write(vault, "wiki/latin1.md", "# Caff\xe8\nespresso ristretto\n".encode("latin-1"))
+    _write(vault, "wiki/empty.md", b"")
+    _write(vault, "wiki/blob.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00binary ocelot\x00")
+    assert _paths(vault, "ristretto") == ["wiki/latin1.md"]
+    assert _paths(vault, "ocelot") == []
+    problems = _problems(vault)
+    assert problems["wiki/latin1.md"] == "bad-encoding"
+    assert problems["wiki/blob.md"] == "binary"
+    assert "wiki/empty.md" not in problems
+
+
+def test_huge_file_indexes_a_bounded_prefix(vault: Path) -> None:
+    cfg = vault / "vaultmem.toml"
+    cfg.write_text(cfg.read_text() + "\n[recall]\nmax_file_bytes = 20000\n")
+    filler = "lorem ipsum dolor sit amet\n" * 2000  # ~54 kB
+    _write(vault, "wiki/huge.md", "# Huge\nearly capybara\n" + filler + "late axolotl\n")
+    assert _paths(vault, "capybara") == ["wiki/huge.md"]
+    assert _paths(vault, "axolotl") == []
+    assert _problems(vault)["wiki/huge.md"] == "truncated"
+
+
+def test_symlinks_never_lead_out_of_the_vault(vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\nnarwhal outside\n")
+    os.symlink(outside / "secret.md", vault / "wiki" / "link.md")
+    os.symlink(outside, vault / "wiki" / "linkdir")
+    os.symlink(vault / "wiki" / "Glossary.md", vault / "wiki" / "inside-link.md")
+    os.symlink(vault / "wiki", vault / "wiki" / "loop")  # a loop, inside the vault
+    assert _paths(vault, "narwhal") == []
+    problems = _problems(vault)
+    assert problems["wiki/link.md"] == "symlink-outside"
+    assert problems["wiki/linkdir"] == "symlink-outside"
+    assert "wiki/inside-link.md" in index.walk(_v(vault))[0]
+
+
+# --- a broken index is rebuilt ------------------------------------------------------------
+
+
+def _generation(vault: Path) -> Path:
+    manifest = json.loads((vault / ".vaultmem" / "index" / "manifest.json").read_text())
+    return vault / ".vaultmem" / "index" / manifest["generation"]
+
+
+def test_corrupted_index_files_are_rebuilt_with_a_warning(vault: Path) -> None:
+    index.refresh(_v(vault))
+    for f in _generation(vault).iterdir():
+        f.write_bytes(b"\x00garbage" * 3)
+    result = recall(_v(vault), "stripe webhook")
+    assert result.hits and result.index.rebuilt
+    assert any("rebuilt" in w for w in result.index.warnings)
+
+
+def test_missing_generation_or_garbage_manifest_is_rebuilt(vault: Path) -> None:
+    index.refresh(_v(vault))
+    shutil.rmtree(_generation(vault))
+    assert recall(_v(vault), "stripe").hits
+    (vault / ".vaultmem" / "index" / "manifest.json").write_text("{not json")
+    result = recall(_v(vault), "stripe")
+    assert result.hits and result.index.rebuilt
+
+
+# --- Italian ------------------------------------------------------------------------------
+
+
+def test_italian_stemming_and_accent_folding(vault: Path) -> None:
+    cfg = vault / "vaultmem.toml"
+    cfg.write_text(cfg.read_text().replace('language = "en"', 'language = "it"'))
+    _write(vault, "note/palestra.md", "# Palestra\nLe prenotazioni della palestra sono chiuse.\n")
+    _write(vault, "note/citta.md", "# Domande\nPerché la città è piena di turisti?\n")
+    assert _paths(vault, "prenotazione") == ["note/palestra.md"]
+    assert _paths(vault, "prenotare palestre")[0] == "note/palestra.md"
+    assert _paths(vault, "citta")[:1] == ["note/citta.md"]
+    assert _paths(vault, "turista")[:1] == ["note/citta.md"]
+    # Italian stop words, with or without their accents, do not match everything
+    assert _paths(vault, "della") == []
+    assert _paths(vault, "perche") == []
