@@ -722,6 +722,10 @@ def append(
         _write_entry(vault, log, path, entry)
         heads[agent] = [seq, digest]
         save_heads(vault, log, file_stamp(path), heads)
+    # The journal is written after the lock is released: one O_APPEND write of one line, so
+    # concurrent writers never interleave, and the log's lock is held for one fsync, not two.
+    # (`repair` orders restored entries by time, then journal order.)
+    _write_journal(vault, log, entry)
     return AppendResult(entry, vault.rel(path), found, tuple(warnings))
 
 
@@ -755,6 +759,9 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
 
         create_exclusive(path, template(f"nexus/{path.name}"))
     append_durable(path, block)
+
+
+def _write_journal(vault: Vault, log: str, entry: Entry) -> None:
     journal = journal_path(vault, log)
     if not journal.parent.is_dir():
         journal.parent.mkdir(parents=True, exist_ok=True)
