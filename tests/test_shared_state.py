@@ -118,3 +118,10 @@ def test_journal_lines_are_json(vault: Path) -> None:
     line = (vault / ".vaultmem/journal/live.jsonl").read_text().splitlines()[0]
     data = json.loads(line)
     assert data["hash"].startswith("sha256:") and data["sig"]
+
+
+def test_a_long_decision_points_to_why(vault: Path) -> None:
+    v = make_keys(vault)
+    with pytest.raises(UsageError) as info:
+        shared_state.decide(v, "ella", "x" * 300, why="y")
+    assert "--why" in str(info.value)

@@ -87,6 +87,12 @@ def decide(
     if not why:
         raise UsageError("a decision needs its rationale", "pass --why 'because ...'")
     why, found = apply_policy(why, vault.config.secrets.policy, what="rationale")
+    limit = vault.config.log.max_summary
+    if len(log.fold_summary(text)) > limit:
+        raise UsageError(
+            f"the decision is {len(log.fold_summary(text))} characters long (at most {limit})",
+            "state the decision in one short line and put the reasoning in --why",
+        )
     for tag in tags:
         if not TAG_RE.match(tag):
             raise UsageError(f"invalid tag {tag!r}", "tags are words: letters, digits, _ - /")
