@@ -43,3 +43,22 @@ def set_toml(path: Path, section: str, key: str, value: str) -> None:
             out.append(f"[{section}]")
         out.append(f"{key} = {value}")
     toml.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def fresh_vault(tmp_path: Path) -> Path:
+    """A copy of example-vault with empty logs and no keys or checkpoints, so that ids in the
+    layer-3 tests start at 1 whatever example entries the example vault ships with."""
+    import shutil
+
+    from vaultmem.scaffold import template
+
+    example = Path(__file__).resolve().parent.parent / "example-vault"
+    root = tmp_path / "vault"
+    shutil.copytree(example, root, ignore=shutil.ignore_patterns(".vaultmem"))
+    for rel in ("nexus/live-context.md", "nexus/decisions.md"):
+        (root / rel).write_text(template(rel), encoding="utf-8")
+    shutil.rmtree(root / "nexus" / "archive", ignore_errors=True)
+    for pattern in ("agents/*/checkpoint.md", "agents/*/keys.md"):
+        for path in root.glob(pattern):
+            path.unlink()
+    return root

@@ -6,11 +6,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
-from tests._layer3_helpers import make_keys
+from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem import context, log
 from vaultmem.shared_state import decide, write_checkpoint
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """Empty logs (example-vault may ship example entries): ids start at 1."""
+    return fresh_vault(tmp_path)
 
 
 def read_json(vault: Path, *args: str) -> dict:  # type: ignore[type-arg]

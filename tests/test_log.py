@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests._layer3_helpers import make_keys
+from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem import log
 from vaultmem.errors import SigningKeyMissingError, UsageError
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """Empty logs (example-vault may ship example entries): ids start at 1."""
+    return fresh_vault(tmp_path)
 
 
 def test_append_then_parse_round_trips_every_field(vault: Path) -> None:

@@ -6,10 +6,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_cli
 
-from tests._layer3_helpers import make_keys, set_toml
+from tests._layer3_helpers import fresh_vault, make_keys, set_toml
 from vaultmem import log
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """Empty logs (example-vault may ship example entries): ids start at 1."""
+    return fresh_vault(tmp_path)
+
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 

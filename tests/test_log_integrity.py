@@ -6,9 +6,17 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests._layer3_helpers import make_keys
+import pytest
+
+from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem import log, logcheck, signing
 from vaultmem.vault import Vault
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """Empty logs (example-vault may ship example entries): ids start at 1."""
+    return fresh_vault(tmp_path)
 
 
 def kinds(report: logcheck.VerifyReport) -> list[tuple[str, str | None]]:

@@ -14,8 +14,15 @@ from pathlib import Path
 import pytest
 from conftest import run_proc
 
-from tests._layer3_helpers import make_keys, set_toml
+from tests._layer3_helpers import fresh_vault, make_keys, set_toml
 from vaultmem import log, logcheck
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """Empty logs (example-vault may ship example entries): ids start at 1."""
+    return fresh_vault(tmp_path)
+
 
 WRITER = r"""
 import sys
@@ -195,6 +202,7 @@ def test_two_agents_set_different_state_sections_at_once(vault: Path) -> None:
 IMPORTS = r"""
 import sys
 from vaultmem.cli.app import run
+
 try:
     run(sys.argv[1:])
 except SystemExit as exc:

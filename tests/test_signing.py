@@ -9,11 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tests._layer3_helpers import make_keys
+from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem import config, log, logcheck, signing
 from vaultmem.errors import IntegrityError
 from vaultmem.scaffold import init_vault
 from vaultmem.vault import Vault
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """Empty logs (example-vault may ship example entries): ids start at 1."""
+    return fresh_vault(tmp_path)
 
 
 def test_private_key_lives_in_home_with_mode_0600(vault: Path) -> None:
