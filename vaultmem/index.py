@@ -164,8 +164,8 @@ class Freshness:
     checked_by: str  # "walk" (stat walk vs manifest) or "watcher" (trusted its heartbeat)
     stale: bool  # True when changes were seen but another process held the refresh lock
     rebuilt: bool  # True when the index was (re)built from scratch
-    age_seconds: float  # since the index last matched the files
-    refreshed_at: str  # ISO time the index last matched the files
+    age_seconds: float  # since the index was last written (nothing changed since then)
+    refreshed_at: str  # ISO time the index was last written
     duration_ms: float
     warnings: tuple[str, ...] = ()
 
@@ -560,6 +560,8 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
     if aliases:
         title = f"{title} {aliases}"
     for heading, start, end, lines in sections(note.body, note.body_line):
+        if heading and not any(line.strip() for line in lines[1:]):
+            continue  # a heading with nothing under it: its words are in its children's path
         parts = list(_passages(heading, start, end, lines))
         if len(parts) > 1 and WHOLE_SECTIONS:
             # the whole section too: its score says how much the section as a whole is about
@@ -727,12 +729,20 @@ class _Plan:
     removed: list[str]
     skipped: dict[str, tuple[str, str]]
     current: dict[str, tuple[int, int]]
+    settled: list[str] = field(default_factory=list)  # racy entries now safe to trust again
+
+    def empty(self, manifest: _Manifest) -> bool:
+        return not (self.changed or self.removed or self.settled) and (
+            self.skipped == manifest.skipped
+        )
 
 
 def _plan(
     vault: Vault, manifest: _Manifest, current: dict[str, tuple[int, int]], skipped: Any
 ) -> _Plan:
     changed = []
+    settled = []
+    limit_ns = time.time_ns() - RACY_NS
     for rel, (size, mtime) in current.items():
         entry = manifest.files.get(rel)
         if entry is None or entry.size != size or entry.mtime_ns != mtime:
@@ -747,8 +757,10 @@ def _plan(
                 continue
             if _hash(data) != entry.hash:
                 changed.append(rel)
+            elif mtime < limit_ns:
+                settled.append(rel)
     removed = [rel for rel in manifest.files if rel not in current]
-    return _Plan(sorted(changed), sorted(removed), dict(skipped), current)
+    return _Plan(sorted(changed), sorted(removed), dict(skipped), current, settled)
 
 
 def _apply(
@@ -913,9 +925,7 @@ def refresh(
             return _freshness(manifest, started, checked_by="watcher")
         current, skipped = walk(vault)
         plan = _plan(vault, manifest, current, skipped)
-        if not plan.changed and not plan.removed and plan.skipped == manifest.skipped:
-            manifest_age = time.time() - manifest.refreshed_at
-            del manifest_age
+        if plan.empty(manifest):
             return _freshness(manifest, started)
         if wait == 0.0:
             handle = try_exclusive(_lock(vault))
@@ -961,6 +971,15 @@ def _refresh_locked(
         warnings = (f"vault language is now {vault.config.language}: index rebuilt",)
         rebuild = True
     if not rebuild and manifest is not None and _usable(manifest, vault):
+        current, skipped = walk(vault)
+        plan = _plan(vault, manifest, current, skipped)
+        if plan.empty(manifest):
+            return _freshness(manifest, started)
+        for rel in plan.settled:
+            manifest.files[rel].hash = None
+        if not (plan.changed or plan.removed or plan.skipped != manifest.skipped):
+            _save_manifest(vault, manifest)  # only racy entries settled: nothing to reindex
+            return _freshness(manifest, started)
         try:
             ix = _open_generation(vault, manifest.generation)
         except Exception as exc:
@@ -969,16 +988,12 @@ def _refresh_locked(
             )
         else:
             try:
-                current, skipped = walk(vault)
-                plan = _plan(vault, manifest, current, skipped)
-                if plan.changed or plan.removed or plan.skipped != manifest.skipped:
-                    refreshed, removed = _apply(
-                        vault, ix, manifest, plan, bulk=False, progress=progress
-                    )
-                    manifest.refreshed_at = time.time()
-                    _save_manifest(vault, manifest)
-                    return _freshness(manifest, started, refreshed=refreshed, removed=removed)
-                return _freshness(manifest, started)
+                refreshed, removed = _apply(
+                    vault, ix, manifest, plan, bulk=False, progress=progress
+                )
+                manifest.refreshed_at = time.time()
+                _save_manifest(vault, manifest)
+                return _freshness(manifest, started, refreshed=refreshed, removed=removed)
             except Exception as exc:
                 if isinstance(exc, LockTimeoutError | KeyboardInterrupt):
                     raise

@@ -11,6 +11,7 @@ separate hits.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,6 +164,11 @@ def parse_query(
     )
 
 
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def _snippet(searcher: index.Searcher, body: str, wanted: set[str]) -> tuple[str, int]:
     """The line(s) of `body` that match the most query terms, terms marked **like this**.
 
@@ -170,9 +176,15 @@ def _snippet(searcher: index.Searcher, body: str, wanted: set[str]) -> tuple[str
     """
     lines = body.splitlines()
     best, best_i, best_tokens = -1, 0, []
+    # stems keep the start of their word: a line without any term's first letters cannot
+    # match, and skipping it saves analysing (stemming) most lines of a long hit
+    prefixes = {t[:3] for t in wanted}
     for i, raw in enumerate(lines):
         line = raw.replace("**", "").replace("__", "")
         if not line.strip():
+            continue
+        folded = line.lower() if line.isascii() else _fold(line)
+        if best >= 0 and not any(p in folded for p in prefixes):
             continue
         tokens = searcher.tokens(line)
         found = {t for t, _s, _e in tokens if t in wanted}

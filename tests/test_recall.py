@@ -1,0 +1,298 @@
+"""recall(): never stale, filters, phrases, hidden facts, log entries and decisions, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from vaultmem import index
+from vaultmem.errors import LockTimeoutError, UsageError
+from vaultmem.locking import exclusive
+from vaultmem.recall import parse_query, recall
+from vaultmem.vault import Vault
+
+
+def _v(path: Path) -> Vault:
+    return Vault.open(path)
+
+
+def _write(vault: Path, rel: str, text: str) -> Path:
+    path = vault / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _paths(vault: Path, query: str, **kw: object) -> list[str]:
+    return [h.path for h in recall(_v(vault), query, **kw).hits]  # type: ignore[arg-type]
+
+
+FACT = """---
+name: {name}
+description: {desc}
+type: {type}
+id: {id}
+status: {status}
+---
+
+{body}
+"""
+
+
+def _fact(vault: Path, rel: str, *, status: str = "active", body: str, type_: str = "fact") -> None:
+    stem = rel.rsplit("/", 1)[-1][:-3]
+    _write(
+        vault,
+        rel,
+        FACT.format(
+            name=stem, desc=body[:40], type=type_, id=f"m-{stem}", status=status, body=body
+        ),
+    )
+
+
+# --- never stale --------------------------------------------------------------------------
+
+
+def test_note_written_to_disk_is_found_by_the_very_next_recall(vault: Path) -> None:
+    assert _paths(vault, "pangolin") == []  # builds the index
+    _write(vault, "wiki/Animals.md", "# Animals\n\nThe pangolin eats ants.\n")
+    result = recall(_v(vault), "pangolin")
+    assert [h.path for h in result.hits] == ["wiki/Animals.md"]
+    assert result.index.refreshed == 1 and not result.index.stale
+
+
+def test_edit_and_deletion_are_reflected_at_once(vault: Path) -> None:
+    path = _write(vault, "wiki/Animals.md", "# Animals\n\nThe pangolin eats ants.\n")
+    assert _paths(vault, "pangolin") == ["wiki/Animals.md"]
+    path.write_text("# Animals\n\nThe aardvark eats termites, at length.\n", encoding="utf-8")
+    assert _paths(vault, "pangolin") == []
+    assert _paths(vault, "aardvark") == ["wiki/Animals.md"]
+    path.unlink()
+    result = recall(_v(vault), "aardvark")
+    assert result.hits == () and result.index.removed == 1
+
+
+def test_hits_carry_provenance(vault: Path) -> None:
+    hit = recall(_v(vault), "stripe webhook race").hits[0]
+    assert hit.path == "memory/stripe-webhook-race.md" and hit.kind == "memory"
+    assert hit.id and hit.id.startswith("m-") and hit.date and hit.rank == 1
+    lines = (vault / hit.path).read_text().splitlines()
+    assert "webhook" in "\n".join(lines[hit.line_start - 1 : hit.line_end]).lower()
+    assert "**" in hit.snippet
+
+
+def test_stop_words_do_not_drown_results(vault: Path) -> None:
+    assert _paths(vault, "what is the capacity of a slot")[0] == "memory/capacity-per-slot.md"
+    assert _paths(vault, "the of and a") == []
+
+
+def test_one_hit_per_note_but_each_log_entry_its_own(vault: Path) -> None:
+    sections = "\n".join(f"## Part {i}\n\nmarmoset number {i}\n" for i in range(5))
+    _write(vault, "wiki/Monkeys.md", "# Monkeys\n\n" + sections)
+    assert _paths(vault, "marmoset") == ["wiki/Monkeys.md"]
+
+
+# --- query syntax and filters -------------------------------------------------------------
+
+
+def test_parse_query_splits_words_phrases_and_filters() -> None:
+    q = parse_query('stripe "walk-in reserve" kind:memory tag:#gym title:capacity under:wiki/')
+    assert q.words == ("stripe",) and q.phrases == ("walk-in reserve",)
+    assert q.kinds == ("memory",) and q.tags == ("gym",) and q.under == ("wiki",)
+    assert q.field_words == (("title", "capacity"),)
+    with pytest.raises(UsageError):
+        parse_query("x", kind="nonsense")
+    with pytest.raises(UsageError):
+        parse_query("x", since="last tuesday")
+
+
+def test_phrase_queries_need_the_words_together(vault: Path) -> None:
+    _write(vault, "wiki/apart.md", "# Apart\n\nThe reserve was checked; walk-ins later.\n")
+    together = _paths(vault, '"walk-in reserve"')
+    assert "wiki/Glossary.md" in together and "wiki/apart.md" not in together
+    assert "wiki/apart.md" in _paths(vault, "walk-in reserve")
+
+
+def test_filters_kind_type_under_since_tag_and_field(vault: Path) -> None:
+    assert set(h.kind for h in recall(_v(vault), "capacity", kind="memory").hits) == {"memory"}
+    typed = recall(_v(vault), "capacity", type_="fact").hits
+    assert typed and all(h.path.startswith("memory/") for h in typed)
+    assert all(h.path.startswith("wiki/") for h in recall(_v(vault), "stripe", under="wiki").hits)
+    _write(vault, "wiki/old.md", "---\ndate: 2020-01-01\ntags: [zoo]\n---\n# Old\nokapi\n")
+    _write(vault, "wiki/new.md", "---\ndate: 2030-01-01\n---\n# New\nokapi\n")
+    assert _paths(vault, "okapi", since="2029-12-31") == ["wiki/new.md"]
+    assert _paths(vault, "okapi tag:zoo") == ["wiki/old.md"]
+    assert _paths(vault, "title:new okapi") == ["wiki/new.md"]
+    assert _paths(vault, "okapi under:nowhere") == []
+
+
+def test_agent_sees_shared_notes_and_its_own_folder(vault: Path) -> None:
+    _write(vault, "agents/ella/notes/x.md", "# X\nquetzal for ella\n")
+    _write(vault, "agents/lyra/notes/y.md", "# Y\nquetzal for lyra\n")
+    _write(vault, "wiki/z.md", "# Z\nquetzal for all\n")
+    seen = set(_paths(vault, "quetzal", agent="ella"))
+    assert seen == {"agents/ella/notes/x.md", "wiki/z.md"}
+    assert len(_paths(vault, "quetzal")) == 3
+
+
+def test_retracted_and_expired_are_hidden_unless_asked(vault: Path) -> None:
+    _fact(vault, "memory/old-rule.md", status="retracted", body="The gibbon rule was wrong.")
+    _fact(vault, "memory/new-rule.md", body="The gibbon rule now holds.")
+    _fact(vault, "agents/ella/bank/2026-01-01-a.md", status="rejected", body="gibbon rejected")
+    _fact(vault, "agents/ella/bank/2026-01-01-b.md", status="pending", body="gibbon pending")
+    bank_expired = "---\nstatus: approved\nvalid_until: 2001-01-01\n---\ngibbon stale\n"
+    _write(vault, "agents/ella/bank/2026-01-01-c.md", bank_expired)
+    visible = set(_paths(vault, "gibbon"))
+    assert visible == {"memory/new-rule.md", "agents/ella/bank/2026-01-01-b.md"}
+    everything = set(_paths(vault, "gibbon", include_retracted=True))
+    assert len(everything) == 5
+
+
+def test_explain_lists_what_contributed(vault: Path) -> None:
+    hit = recall(_v(vault), "stripe webhook", explain=True).hits[0]
+    terms = [t for t, _s in hit.explain]
+    assert any(t.startswith("title:") for t in terms) and all(s > 0 for _t, s in hit.explain)
+    assert "explain" in recall(_v(vault), "stripe", explain=True).to_dict()["hits"][0]
+    assert "explain" not in recall(_v(vault), "stripe").to_dict()["hits"][0]
+
+
+# --- log entries and decisions ------------------------------------------------------------
+
+
+def test_log_entries_and_decisions_are_one_document_each(vault: Path) -> None:
+    from vaultmem import log, signing
+    from vaultmem.shared_state import decide
+
+    v = _v(vault)
+    signing.create_key(v, "ella")
+    log.append(v, "ella", "Deployed the wombat service", channel="ops", body="all green")
+    log.append(v, "ella", "Unrelated note about lunch", channel="general")
+    first = decide(v, "ella", "Use wombat queues", why="they are simple")
+    decide(v, "ella", "Use wombat streams", why="queues lost data", supersedes=first.decision.id)
+    hits = recall(_v(vault), "wombat").hits
+    # decide() also announces each decision on the live log: those are log entries too
+    logs = [h for h in hits if h.kind == "log" and "service" in h.title]
+    decisions = [h for h in hits if h.kind == "decision"]
+    assert len(logs) == 1 and logs[0].id and logs[0].agent == "ella" and logs[0].date
+    assert logs[0].title == "Deployed the wombat service"
+    text = (vault / "nexus/live-context.md").read_text().splitlines()
+    assert "wombat" in "\n".join(text[logs[0].line_start - 1 : logs[0].line_end])
+    assert [d.title for d in decisions] == ["Use wombat streams"]  # superseded one hidden
+    every = recall(_v(vault), "wombat", kind="decision", include_retracted=True).hits
+    assert len(every) == 2
+
+
+# --- concurrency and locks ----------------------------------------------------------------
+
+
+def test_recall_while_another_process_refreshes_searches_the_last_index(vault: Path) -> None:
+    index.refresh(_v(vault))
+    _write(vault, "wiki/new.md", "# New\nmeerkat\n")
+    with exclusive(index._lock(_v(vault)), 1.0, what="index"):
+        result = recall(_v(vault), "stripe meerkat")
+        assert result.index.stale and result.index.warnings and result.hits
+        assert "wiki/new.md" not in [h.path for h in result.hits]
+    assert _paths(vault, "meerkat") == ["wiki/new.md"]
+
+
+def test_index_command_times_out_with_exit_6(vault: Path) -> None:
+    cfg = vault / "vaultmem.toml"
+    cfg.write_text(cfg.read_text().replace("lock_timeout = 10.0", "lock_timeout = 0.2"))
+    index.refresh(_v(vault))
+    _write(vault, "wiki/new.md", "# New\nmeerkat\n")
+    with exclusive(index._lock(_v(vault)), 1.0, what="index"):
+        res = run_cli("index", "--vault", str(vault))
+        assert res.exit_code == 6, res.stderr
+        with pytest.raises(LockTimeoutError):
+            index.refresh(_v(vault), wait=None)
+
+
+def _recall_loop(vault: str, rounds: int, out: object) -> None:
+    errors = []
+    for i in range(rounds):
+        try:
+            result = recall(Vault.open(vault), f"lemur {i % 7} stripe")
+            assert result.hits
+        except Exception as exc:  # pragma: no cover - reported to the parent
+            errors.append(f"{type(exc).__name__}: {exc}")
+    out.put(errors)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_concurrent_recalls_during_writes_never_error_or_hang(vault: Path) -> None:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    index.refresh(_v(vault))
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_recall_loop, args=(str(vault), 25, queue)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + 60
+    n = 0
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+        rel = f"wiki/lemur-{n % 5}.md"
+        if n % 3 == 2:
+            (vault / rel).unlink(missing_ok=True)
+        else:
+            _write(vault, rel, f"# Lemur {n}\n\nlemur {n % 7} sighting {n}\n")
+        n += 1
+        time.sleep(0.01)
+    results = [queue.get(timeout=30) for _ in procs]
+    for p in procs:
+        p.join(timeout=10)
+        assert p.exitcode == 0
+    assert results == [[], [], []]
+    # and the index matches the files afterwards
+    expected = {f"wiki/{p.name}" for p in (vault / "wiki").glob("lemur-*.md")}
+    assert set(_paths(vault, "lemur sighting", limit=50)) == expected
+
+
+# --- CLI ----------------------------------------------------------------------------------
+
+
+def test_cli_recall_json_contract(vault: Path) -> None:
+    res = run_cli("recall", "stripe webhook", "--vault", str(vault), "--json", "--limit", "2")
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert set(data) == {"query", "index", "hits"} and data["query"] == "stripe webhook"
+    assert {"files", "refreshed", "age_seconds", "stale"} <= set(data["index"])
+    assert len(data["hits"]) == 2
+    keys = {"rank", "score", "path", "kind", "title", "heading", "line_start", "line_end"}
+    assert keys | {"snippet", "id", "agent", "date"} == set(data["hits"][0])
+
+
+def test_cli_recall_table_and_errors(vault: Path) -> None:
+    res = run_cli("recall", "stripe", "--vault", str(vault), "--explain")
+    assert res.exit_code == 0 and "Stripe" in res.stdout and "index:" in res.stderr
+    assert run_cli("recall", "x", "--vault", str(vault), "--kind", "bogus").exit_code == 2
+    assert run_cli("recall", "x", "--vault", str(vault), "--limit", "0").exit_code == 2
+
+
+def test_cli_index_and_rebuild(vault: Path) -> None:
+    (vault / "wiki" / "bad.md").write_bytes(b"\xff\xfe bad \n")
+    res = run_cli("index", "--rebuild", "--vault", str(vault))
+    assert res.exit_code == 0 and "Rebuilt index" in res.stdout and "bad-encoding" in res.stdout
+    res = run_cli("index", "--vault", str(vault), "--json")
+    data = json.loads(res.stdout)
+    assert data["index"]["refreshed"] == 0 and data["problems"][0]["path"] == "wiki/bad.md"
+
+
+def test_append_and_read_do_not_import_whoosh(vault: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from vaultmem.cli.app import run\n"
+        "try: run(['read', '--vault', sys.argv[1], '--agent', 'ella'])\n"
+        "except SystemExit: pass\n"
+        "assert not [m for m in sys.modules if m.startswith(('whoosh', 'watchdog'))]\n"
+    )
+    env = {**os.environ, "VAULTMEM_VAULT": str(vault)}
+    res = subprocess.run([sys.executable, "-c", code, str(vault)], env=env, capture_output=True)
+    assert res.returncode == 0, res.stderr
