@@ -248,3 +248,20 @@ def test_status_reports_a_torn_log_tail_cheaply(vault: Path) -> None:
         fh.write("\n### 2026-11-29T10:00:00.000Z · ella · x · note · cut")
     found = [p for p in status(v).problems if p.path == "nexus/live-context.md"]
     assert [p.kind for p in found] == ["torn"]
+
+
+def test_the_example_vault_ships_a_log_that_verifies(tmp_path: Path) -> None:
+    from conftest import copy_example, run_cli
+
+    root = copy_example(tmp_path / "example")
+    v = Vault.open(root)
+    report = logcheck.verify(v)
+    assert report.ok, report.problems
+    assert report.checked["nexus/live-context.md"] >= 5
+    # no private key ships with it: appending needs `keys create` first
+    assert signing.signer_for(v, "ella") is None
+    res = run_cli("read", "--vault", str(root), "--agent", "lyra", "--peek")
+    assert res.exit_code == 0 and "AWAITING ACK" in res.stdout
+    signing.create_key(v, "ella")
+    e = log.append(v, "ella", "continuing the example").entry
+    assert e.seq > 1 and logcheck.verify(v).ok

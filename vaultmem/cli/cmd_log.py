@@ -380,7 +380,9 @@ def state_set(
 ) -> None:
     """Replace one section of the project state atomically; every other line stays.
 
-    Also appends a `state` entry to the live log saying who changed which section.
+    Also appends a `state` entry to the live log saying who changed which section. Text that
+    starts with '-' (a markdown list) goes after `--`, or on stdin with '-':
+    vaultmem state set --agent ella -- Status "- done"
     """
     from vaultmem.shared_state import set_state_section
 
