@@ -31,6 +31,25 @@ from synth_vault import generate  # noqa: E402
 QUERIES = ["bacemoki celifi", "baguce ceralo tipibane", "veluzu", "horolu voguti bacepi"]
 
 
+TRIVIAL_TYPER = """
+from typing import Annotated
+import typer
+app = typer.Typer()
+@app.command()
+def recall(query: str, limit: Annotated[int, typer.Option()] = 10, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    print(query, limit)
+app()
+"""
+WHOOSH_FLOOR = """
+import sys
+from whoosh import index, query, scoring
+ix = index.open_dir(sys.argv[1])
+with ix.searcher(weighting=scoring.BM25F()) as s:
+    hits = s.search(query.Or([query.Term("body", "bacemoki"), query.Term("body", "celifi")]), limit=10)
+    print([h["path"] for h in hits])
+"""
+
+
 def median_ms(fn: object, runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -84,6 +103,13 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: floa
     cold_args = [py, "-m", "vaultmem", "recall", QUERIES[0], "--vault", str(vault_dir), "--json"]
     proc(cold_args, env)  # warm the OS cache
     cold = median_ms(lambda: proc(cold_args, env), runs)
+    import json
+
+    gen = json.loads((vault_dir / ".vaultmem/index/manifest.json").read_text())["generation"]
+    floor_script = work / "whoosh_floor.py"
+    floor_script.write_text(WHOOSH_FLOOR)
+    gen_dir = str(vault_dir / ".vaultmem/index" / gen)
+    whoosh_floor = median_ms(lambda: proc([py, str(floor_script), gen_dir], env), runs)
 
     def cold_edited() -> None:
         touch_note(vault_dir, next(counter))
@@ -105,6 +131,7 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: floa
 
     row("refresh, nothing changed (library)", unchanged)
     row("refresh after one edited note (library)", after_edit)
+    row("floor: bare whoosh open + search process", whoosh_floor)
     row("cold `vaultmem recall --json` process", cold, "goal <= 22x")
     row(
         "cold recall after one edited note",
@@ -136,6 +163,16 @@ def main() -> None:
     )
     base = median_ms(lambda: proc([sys.executable, "-c", "pass"], env), args.runs)
     print(f"python -c pass: {base:.1f} ms (median of {args.runs})", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        app = Path(tmp) / "trivial_typer.py"
+        app.write_text(TRIVIAL_TYPER)
+        typer_floor = median_ms(
+            lambda: proc([sys.executable, str(app), "q", "--limit", "3"], env), args.runs
+        )
+    print(
+        f"floor: trivial typer app (1 argument, 2 options): {typer_floor:.1f} ms = {typer_floor / base:.1f}x pass",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         for size in args.sizes:

@@ -1062,6 +1062,7 @@ class Searcher:
             manifest = _load_manifest(self.vault)
             if manifest is None:
                 raise FileNotFoundError("no index manifest")
+            self.generation = manifest.generation
             try:
                 ix = _open_generation(self.vault, manifest.generation)
                 weighting = scoring.BM25F(
@@ -1227,6 +1228,38 @@ class Searcher:
             except Exception:  # a leaf on a field absent from this index: contributes nothing
                 continue
         return tuple(sorted(out, key=lambda x: -x[1]))
+
+
+_OPEN: dict[str, tuple[str, Searcher]] = {}
+
+
+def searcher_for(vault: Vault, generation: str | None = None) -> Searcher:
+    """An open searcher on the current index, kept open for the next call in this process.
+
+    A long-lived process (the MCP server, a benchmark, an agent embedding the library) then
+    pays for opening the index once; whoosh's `up_to_date` (one directory listing) says when a
+    refresh has committed since.
+    """
+    key = str(vault.root)
+    cached = _OPEN.get(key)
+    if cached is not None:
+        gen, s = cached
+        try:
+            if generation in (None, gen) and s.searcher.up_to_date():
+                return s
+        except Exception:  # the generation was rebuilt away: open the new one
+            pass
+        forget_searcher(vault)
+    s = Searcher(vault)
+    _OPEN[key] = (s.generation, s)
+    return s
+
+
+def forget_searcher(vault: Vault) -> None:
+    cached = _OPEN.pop(str(vault.root), None)
+    if cached is not None:
+        with contextlib.suppress(Exception):
+            cached[1].close()
 
 
 def _leaf_label(leaf: Any) -> str:

@@ -244,9 +244,11 @@ def recall(
     )
     fresh = index.refresh(vault)
     try:
-        searcher = index.Searcher(vault)
+        searcher = index.searcher_for(vault, None if not fresh.rebuilt else "")
+        hits = _search(searcher, parsed, limit=limit, explain=explain)
     except Exception as exc:
         # crash mid-commit, truncated files, another whoosh version: the files are the truth
+        index.forget_searcher(vault)
         rebuilt = index.refresh(vault, wait=None, rebuild=True)
         fresh = index.Freshness(
             **{
@@ -257,9 +259,7 @@ def recall(
                 ),
             }
         )
-        searcher = index.Searcher(vault)
-    with searcher:
-        hits = _search(searcher, parsed, limit=limit, explain=explain)
+        hits = _search(index.searcher_for(vault), parsed, limit=limit, explain=explain)
     return RecallResult(query=query, index=fresh, hits=tuple(hits), explain=explain)
 
 

@@ -95,6 +95,10 @@ def watch(
     removed, so callers can exit cleanly.
     """
     stop = stop or threading.Event()
+    # create the state folders before watching: one appearing during the observer's own
+    # recursive set-up makes watchdog warn about a duplicate watch
+    index.index_dir(vault).mkdir(parents=True, exist_ok=True)
+    (vault.state_dir / "locks").mkdir(parents=True, exist_ok=True)
     handler = _Handler(str(vault.root))
     observer = Observer()
     observer.schedule(handler, str(vault.root), recursive=True)
