@@ -20,7 +20,13 @@ def scratch_vault(keys: bool = True) -> tuple[Path, dict[str, str]]:
     base = Path(tempfile.mkdtemp(prefix="vaultmem-bench-"))
     root = base / "vault"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".vaultmem"))
-    # start from empty logs: the example's own entries would be foreign to this run
+    # start from empty logs and no keys: the example's own entries would be foreign to this run
+    from vaultmem.scaffold import template
+
+    for rel in ("nexus/live-context.md", "nexus/decisions.md"):
+        (root / rel).write_text(template(rel), encoding="utf-8")
+    for path in [*root.glob("agents/*/keys.md"), *root.glob("agents/*/checkpoint.md")]:
+        path.unlink()
     env = dict(os.environ)
     env["VAULTMEM_HOME"] = str(base / "home")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
