@@ -184,3 +184,11 @@ def test_a_torn_journal_line_does_not_swallow_the_next_append(vault: Path) -> No
     journal.write_bytes(journal.read_bytes() + b'{"id": "ella.2", "agent": "el')  # power cut
     log.append(v, "ella", "two")
     assert [e.summary for e in log.read_journal(v, "live")] == ["one", "two"]
+
+
+def test_an_explicit_time_must_be_utc_iso(vault: Path) -> None:
+    v = make_keys(vault, "ella")
+    with pytest.raises(UsageError, match="invalid entry time"):
+        log.append(v, "ella", "x", time="yesterday")
+    e = log.append(v, "ella", "x", time="2026-01-02T03:04:05.006Z").entry
+    assert log.parse_entries(v.live_context.read_text())[0].time == e.time

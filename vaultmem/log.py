@@ -64,6 +64,7 @@ WANTS_ACK = ("handoff", "question", "alert")
 SEP = " · "
 CHANNEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}$")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}\.d?[0-9]{1,12}$")
+TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z$")
 HEADER_RE = re.compile(
     r"^### (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z) · "
     r"(?P<agent>[a-z0-9][a-z0-9_-]{0,39}) · (?P<channel>\S+) · (?P<type>[a-z][a-z0-9_-]*) · "
@@ -685,6 +686,8 @@ def append(
     acks = tuple(dict.fromkeys(validate_id(a) for a in acks))
     if type_ == "ack" and not acks:
         raise UsageError("an `ack` entry needs the id it acknowledges", "pass --ack ID")
+    if time is not None and not TIME_RE.match(time):
+        raise UsageError(f"invalid entry time {time!r}", "use UTC like 2026-11-29T15:20:01.123Z")
     summary, body, found = prepare_text(vault, summary, body)
     warnings = unknown_acks(vault, acks) if acks else []
     from vaultmem import signing
