@@ -16,6 +16,7 @@ name the key that signed them. Reading the keys file needs no YAML and no crypto
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import re
@@ -248,12 +249,16 @@ def signer_for(vault: Vault, agent: str) -> Signer | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)
+def _public_key(public_b64: str) -> Any:
+    return _ed25519().Ed25519PublicKey.from_public_bytes(base64.b64decode(public_b64))
+
+
 def verify_signature(public_b64: str, entry_hash: str, sig_b64: str) -> bool:
-    ed = _ed25519()
     from cryptography.exceptions import InvalidSignature
 
     try:
-        pub = ed.Ed25519PublicKey.from_public_bytes(base64.b64decode(public_b64))
+        pub = _public_key(public_b64)
         pub.verify(
             base64.b64decode(sig_b64, validate=True), SIG_DOMAIN + entry_hash.encode("ascii")
         )
