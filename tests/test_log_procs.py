@@ -83,15 +83,18 @@ def test_writers_killed_with_sigkill_leave_whole_entries(vault: Path) -> None:
             start_writer(vault, ("ella", "lyra")[i % 2], 100_000, f"r{round_}w{i}")
             for i in range(4)
         ]
-        time.sleep(0.6)  # let them start appending
+        firsts = []
+        for p in procs:  # wait until every writer is appending, however slow the machine
+            assert p.stdout is not None
+            firsts.append(p.stdout.readline().strip())
         for p in procs:
             time.sleep(rng.uniform(0.0, 0.25))
             os.kill(p.pid, signal.SIGKILL)
-        for p in procs:
+        for p, first in zip(procs, firsts, strict=True):
             out, _ = p.communicate(timeout=30)
             assert p.returncode == -signal.SIGKILL
             # only whole lines were acknowledged (printed after append returned)
-            acknowledged += [ln for ln in out.split("\n")[:-1] if ln]
+            acknowledged += [first, *(ln for ln in out.split("\n")[:-1] if ln)]
     assert len(acknowledged) > 8
     parsed = log.read_file(v.live_context)
     assert parsed.fragments == ()

@@ -88,7 +88,12 @@ def test_checkpoint_crash_mid_write_leaves_old_or_new(vault: Path) -> None:
         "while True:\n    i += 1\n    write_checkpoint(v, 'ella', ('version %d ' % i) * 2000, task='t%d' % i)\n"
     )
     p = subprocess.Popen([sys.executable, "-c", script, str(vault)])
-    time.sleep(1.2)
+    history = vault / ".vaultmem/journal/checkpoints/ella.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (
+        not history.exists() or history.read_bytes().count(b"\n") < 3
+    ):
+        time.sleep(0.05)  # until it has replaced the checkpoint a few times
     p.send_signal(signal.SIGKILL)
     p.wait()
     text = (vault / "agents/ella/checkpoint.md").read_text()
