@@ -7,14 +7,28 @@ every agent turn.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from vaultmem.cli.io import emit, emit_json, open_vault, read_text_arg, warn
 from vaultmem.config import ENV_AGENT, ENV_VAULT
+
+__all__ = [
+    "COMMON",
+    "AgentOpt",
+    "JsonOpt",
+    "VaultOpt",
+    "app",
+    "emit",
+    "emit_json",
+    "example",
+    "open_vault",
+    "read_text_arg",
+    "warn",
+]
 
 app = typer.Typer(
     name="vaultmem",
@@ -79,29 +93,3 @@ def _root(
 def example(*lines: str) -> str:
     """Help epilog: every command's help ends with a runnable example."""
     return "Example:  " + "  ·  ".join(lines)
-
-
-def open_vault(vault: Path | None) -> Any:
-    from vaultmem.vault import Vault
-
-    return Vault.open(vault)
-
-
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
-
-
-def emit(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def warn(message: str) -> None:
-    """A diagnostic for people: stderr, never stdout."""
-    sys.stderr.write(f"warning: {message}\n")
-
-
-def read_text_arg(text: str) -> str:
-    """TEXT arguments accept '-' for standard input."""
-    if text == "-":
-        return sys.stdin.read()
-    return text

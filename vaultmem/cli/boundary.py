@@ -1,0 +1,107 @@
+"""The one error boundary: every command runs inside `guarded`.
+
+It maps each VaultmemError to its exit code (see vaultmem.errors) and prints one `Error: …`
+line (plus a hint) on stderr; under `--json` it also prints
+`{"error": {"type", "message", "exit_code", "hint"}}` on stdout. `--debug` (anywhere on the
+line) or VAULTMEM_DEBUG=1 adds the traceback, never locals. No typer import here: the fast
+path uses this boundary too; typer's own exceptions are recognised only when typer is loaded.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from vaultmem.cli.io import emit_json
+from vaultmem.config import env_debug
+from vaultmem.errors import EXIT_UNEXPECTED, EXIT_USAGE, EXIT_VAULT, VaultmemError
+
+
+def split_flags(argv: list[str]) -> tuple[list[str], bool, bool]:
+    """Strip --debug from the command line (it may stand anywhere); note --json."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end] or env_debug()
+    as_json = "--json" in argv[:end]
+    args = [a for i, a in enumerate(argv) if not (i < end and a == "--debug")]
+    return args, debug, as_json
+
+
+def _print_traceback() -> None:
+    import traceback  # only on the error path: it costs ~4 ms to import
+
+    traceback.print_exc()
+
+
+def fail(code: int, kind: str, message: str, hint: str | None, as_json: bool) -> None:
+    line = f"Error: {message}" + (f"\n  hint: {hint}" if hint else "")
+    sys.stderr.write(line + "\n")
+    if as_json:
+        payload = {"type": kind, "message": message, "exit_code": code}
+        if hint:
+            payload["hint"] = hint
+        emit_json({"error": payload})
+    sys.stdout.flush()
+    raise SystemExit(code)
+
+
+def _typer_error(exc: Exception, as_json: bool) -> bool:
+    """Usage errors and aborts raised by typer's parser; False if `exc` is not one."""
+    typer = sys.modules.get("typer")
+    if typer is None:
+        return False
+    if isinstance(exc, typer.TyperException):
+        code = int(getattr(exc, "exit_code", EXIT_USAGE))
+        message = getattr(exc, "format_message", lambda: str(exc))()
+        if as_json:
+            fail(code, "UsageError", message, None, as_json)
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            sys.stderr.write(f"Error: {message}\n")
+        raise SystemExit(code) from None
+    if isinstance(exc, typer.Abort):
+        sys.stderr.write("Aborted.\n")
+        raise SystemExit(130) from None
+    return False
+
+
+def guarded(call: Callable[[], object], *, as_json: bool, debug: bool) -> None:
+    """Run one command; turn every outcome into output and an exit code."""
+    try:
+        result = call()
+    except VaultmemError as exc:
+        if debug:
+            _print_traceback()
+        fail(exc.exit_code, exc.kind, exc.message, exc.hint, as_json)
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        # the reader went away (`vaultmem log | head`): not an error worth a traceback
+        sys.stderr.close()
+        raise SystemExit(EXIT_UNEXPECTED) from None
+    except PermissionError as exc:  # a write that no core function translated
+        if debug:
+            _print_traceback()
+        fail(
+            EXIT_VAULT,
+            "NotWritableError",
+            f"cannot write {exc.filename}: {exc.strerror}",
+            "the vault (or this file) is read-only; check its permissions",
+            as_json,
+        )
+    except Exception as exc:
+        if _typer_error(exc, as_json):
+            return
+        if debug:
+            _print_traceback()
+        fail(
+            EXIT_UNEXPECTED,
+            type(exc).__name__,
+            f"unexpected {type(exc).__name__}: {exc}",
+            "run again with --debug for the traceback, and report it",
+            as_json,
+        )
+    if isinstance(result, int) and result:
+        raise SystemExit(result)

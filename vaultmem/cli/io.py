@@ -1,0 +1,34 @@
+"""Output helpers every command uses. No typer here: the fast path (cli/fast.py) needs them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def open_vault(vault: Path | None) -> Any:
+    from vaultmem.vault import Vault
+
+    return Vault.open(vault)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def warn(message: str) -> None:
+    """A diagnostic for people: stderr, never stdout."""
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def read_text_arg(text: str) -> str:
+    """TEXT arguments accept '-' for standard input."""
+    if text == "-":
+        return sys.stdin.read()
+    return text
