@@ -82,6 +82,8 @@ def append(
     _warn_redactions(result.redactions)
     for w in result.warnings:
         warn(w)
+    if type_ == "decision":
+        warn("this is only a log entry; `vaultmem decide TEXT --why R` also records the decision")
     if as_json:
         emit_json(result.entry.to_dict())
     else:
