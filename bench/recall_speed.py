@@ -28,7 +28,20 @@ sys.path.insert(0, str(BENCH))
 
 from synth_vault import generate  # noqa: E402
 
-QUERIES = ["bacemoki celifi", "baguce ceralo tipibane", "veluzu", "horolu voguti bacepi"]
+
+def _queries() -> list[str]:
+    """Content-word queries: two or three mid-frequency words of the synthetic vocabulary
+    (its most frequent words, like "the" in English, are not what people search for)."""
+    import random
+
+    from synth_vault import vocabulary
+
+    vocab = vocabulary(random.Random(7))
+    rng = random.Random(1)
+    return [" ".join(rng.sample(vocab[100:3000], rng.randint(2, 3))) for _ in range(8)]
+
+
+QUERIES = _queries()
 
 
 TRIVIAL_TYPER = """
@@ -45,7 +58,8 @@ import sys
 from whoosh import index, query, scoring
 ix = index.open_dir(sys.argv[1])
 with ix.searcher(weighting=scoring.BM25F()) as s:
-    hits = s.search(query.Or([query.Term("body", "bacemoki"), query.Term("body", "celifi")]), limit=10)
+    words = sys.argv[2].split()
+    hits = s.search(query.Or([query.Term("body", w) for w in words]), limit=10)
     print([h["path"] for h in hits])
 """
 
@@ -109,7 +123,7 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: floa
     floor_script = work / "whoosh_floor.py"
     floor_script.write_text(WHOOSH_FLOOR)
     gen_dir = str(vault_dir / ".vaultmem/index" / gen)
-    whoosh_floor = median_ms(lambda: proc([py, str(floor_script), gen_dir], env), runs)
+    whoosh_floor = median_ms(lambda: proc([py, str(floor_script), gen_dir, QUERIES[0]], env), runs)
 
     def cold_edited() -> None:
         touch_note(vault_dir, next(counter))

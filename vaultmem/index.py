@@ -44,7 +44,7 @@ from vaultmem.fsio import atomic_write
 from vaultmem.locking import exclusive, lock_path, release, try_exclusive
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 PROBLEMS = "problems.json"
@@ -680,7 +680,9 @@ def schema(language: str) -> Any:
         lines=STORED,
         unit=ID(stored=True),
         owner=ID,
-        body=TEXT(analyzer=ana, stored=True),
+        # not stored: snippets are read from the file itself (fresh by construction), and
+        # whoosh copies every stored byte into memory each time a searcher opens
+        body=TEXT(analyzer=ana, stored=False),
     )
 
 

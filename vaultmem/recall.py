@@ -263,6 +263,18 @@ def recall(
     return RecallResult(query=query, index=fresh, hits=tuple(hits), explain=explain)
 
 
+def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end: int) -> str:
+    """Lines start..end (1-based) of a vault file as it is now, for the snippet."""
+    if rel not in cache:
+        try:
+            with open(vault.root / rel, "rb") as fh:
+                data = fh.read(vault.config.recall.max_file_bytes)
+            cache[rel] = data.decode("utf-8", errors="replace").splitlines()
+        except OSError:  # vanished since it was indexed
+            cache[rel] = []
+    return "\n".join(cache[rel][max(start, 1) - 1 : end])
+
+
 def _search(
     searcher: index.Searcher, parsed: index.Query, *, limit: int, explain: bool
 ) -> list[Hit]:
@@ -286,10 +298,12 @@ def _search(
     for w in (*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)):
         wanted.update(searcher.terms(w))
     hits = []
+    files: dict[str, list[str]] = {}
     for rank, (score, h) in enumerate(scored[:limit], start=1):
         f = h.fields
         start, end = f.get("lines") or (0, 0)
-        snippet, _offset = _snippet(searcher, f.get("body") or f.get("title") or "", wanted)
+        text = _lines(searcher.vault, f["path"], files, int(start), int(end))
+        snippet, _offset = _snippet(searcher, text or f.get("title") or "", wanted)
         hits.append(
             Hit(
                 rank=rank,
