@@ -51,7 +51,7 @@ def _wait(check: Callable[[], bool], timeout: float = 15.0) -> None:
 
 def _manifest_files(vault: Path) -> set[str]:
     raw = json.loads((vault / ".vaultmem" / "index" / "manifest.json").read_text())
-    return set(raw["files"])
+    return set(raw["files"]["paths"])
 
 
 def test_relevant_ignores_state_editor_and_obsidian_files(tmp_path: Path) -> None:

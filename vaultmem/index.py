@@ -44,7 +44,7 @@ from vaultmem.fsio import atomic_write
 from vaultmem.locking import exclusive, lock_path, release, try_exclusive
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 PROBLEMS = "problems.json"
@@ -199,37 +199,39 @@ class Doc:
 
 
 @dataclass
-class _Entry:
-    size: int
-    mtime_ns: int
-    hash: str | None = None
-    problems: list[tuple[str, str]] = field(default_factory=list)
-
-    def dump(self) -> list[Any]:
-        return [self.size, self.mtime_ns, self.hash, self.problems]
-
-    @classmethod
-    def load(cls, raw: list[Any]) -> _Entry:
-        return cls(int(raw[0]), int(raw[1]), raw[2], [(str(k), str(m)) for k, m in raw[3]])
-
-
-@dataclass
 class _Manifest:
+    """What the index was built from. On disk as flat lists: it is read on every recall, and
+    parsing three lists is several times faster than one small object per file."""
+
     generation: str
     language: str
     refreshed_at: float
-    files: dict[str, _Entry]
+    files: dict[str, tuple[int, int]]  # path -> (size, mtime_ns)
     skipped: dict[str, tuple[str, str]]
+    hashes: dict[str, str] = field(default_factory=dict)  # racy entries only
+    problems: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 
+    def forget(self, rel: str) -> None:
+        self.files.pop(rel, None)
+        self.hashes.pop(rel, None)
+        self.problems.pop(rel, None)
+
     def dump(self) -> str:
+        paths = sorted(self.files)
         return json.dumps(
             {
                 "schema": self.schema,
                 "generation": self.generation,
                 "language": self.language,
                 "refreshed_at": self.refreshed_at,
-                "files": {k: v.dump() for k, v in sorted(self.files.items())},
+                "files": {
+                    "paths": paths,
+                    "sizes": [self.files[p][0] for p in paths],
+                    "mtimes": [self.files[p][1] for p in paths],
+                },
+                "hashes": dict(sorted(self.hashes.items())),
+                "problems": {k: [list(x) for x in v] for k, v in sorted(self.problems.items())},
                 "skipped": {k: list(v) for k, v in sorted(self.skipped.items())},
             },
             ensure_ascii=False,
@@ -257,8 +259,16 @@ def _load_manifest(vault: Vault) -> _Manifest | None:
             generation=str(raw["generation"]),
             language=str(raw["language"]),
             refreshed_at=float(raw["refreshed_at"]),
-            files={k: _Entry.load(v) for k, v in raw["files"].items()},
+            files=dict(
+                zip(
+                    raw["files"]["paths"],
+                    zip(raw["files"]["sizes"], raw["files"]["mtimes"], strict=True),
+                    strict=True,
+                )
+            ),
             skipped={k: (str(v[0]), str(v[1])) for k, v in raw.get("skipped", {}).items()},
+            hashes=dict(raw.get("hashes", {})),
+            problems={k: [(str(a), str(b)) for a, b in v] for k, v in raw["problems"].items()},
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
@@ -273,8 +283,8 @@ def _save_manifest(vault: Vault, manifest: _Manifest) -> None:
 
 def _manifest_problems(manifest: _Manifest) -> list[FileProblem]:
     out = [FileProblem(p, k, m) for p, (k, m) in manifest.skipped.items()]
-    for rel, entry in manifest.files.items():
-        out.extend(FileProblem(rel, k, m) for k, m in entry.problems)
+    for rel, found in manifest.problems.items():
+        out.extend(FileProblem(rel, k, m) for k, m in found)
     return sorted(out, key=lambda p: (p.path, p.kind))
 
 
@@ -746,10 +756,9 @@ def _plan(
     settled = []
     limit_ns = time.time_ns() - RACY_NS
     for rel, (size, mtime) in current.items():
-        entry = manifest.files.get(rel)
-        if entry is None or entry.size != size or entry.mtime_ns != mtime:
+        if manifest.files.get(rel) != (size, mtime):
             changed.append(rel)
-        elif entry.hash is not None:
+        elif rel in manifest.hashes:
             # size and mtime match, but the file was written within one mtime tick of being
             # read: only its content can say whether it changed since
             try:
@@ -757,7 +766,7 @@ def _plan(
             except OSError:
                 changed.append(rel)
                 continue
-            if _hash(data) != entry.hash:
+            if _hash(data) != manifest.hashes[rel]:
                 changed.append(rel)
             elif mtime < limit_ns:
                 settled.append(rel)
@@ -781,7 +790,7 @@ def _apply(
     try:
         for rel in plan.removed:
             writer.delete_by_term("path", rel)
-            manifest.files.pop(rel, None)
+            manifest.forget(rel)
             removed += 1
         total = len(plan.changed)
         for n, rel in enumerate(plan.changed):
@@ -790,7 +799,7 @@ def _apply(
             read = read_documents(vault, rel, max_bytes)
             if read is None:  # vanished since the walk
                 if rel in manifest.files:
-                    manifest.files.pop(rel)
+                    manifest.forget(rel)
                     removed += 1
                 continue
             docs, problems, data = read
@@ -799,7 +808,12 @@ def _apply(
             size, mtime = plan.current[rel]
             now_ns = time.time_ns()
             racy = now_ns - mtime < RACY_NS or len(data) != size
-            manifest.files[rel] = _Entry(size, mtime, _hash(data) if racy else None, problems)
+            manifest.forget(rel)
+            manifest.files[rel] = (size, mtime)
+            if racy:
+                manifest.hashes[rel] = _hash(data)
+            if problems:
+                manifest.problems[rel] = problems
             refreshed += 1
             if progress is not None and (n % 50 == 0 or n == total - 1):
                 progress(n + 1, total)
@@ -978,7 +992,7 @@ def _refresh_locked(
         if plan.empty(manifest):
             return _freshness(manifest, started)
         for rel in plan.settled:
-            manifest.files[rel].hash = None
+            manifest.hashes.pop(rel, None)
         if not (plan.changed or plan.removed or plan.skipped != manifest.skipped):
             _save_manifest(vault, manifest)  # only racy entries settled: nothing to reindex
             return _freshness(manifest, started)
