@@ -7,6 +7,7 @@ import sys
 from vaultmem.cli import cmd_bank, cmd_core, cmd_log, cmd_memory, cmd_recall  # noqa: F401
 from vaultmem.cli.base import app
 from vaultmem.cli.boundary import guarded, split_flags
+from vaultmem.cli.fast import HOT, save_spec
 
 __all__ = ["app", "run"]
 
@@ -18,3 +19,5 @@ def run(argv: list[str] | None = None) -> None:
         as_json=as_json,
         debug=debug,
     )
+    if args and args[0] in HOT:
+        save_spec(app)  # so that the next call of a hot command can skip typer

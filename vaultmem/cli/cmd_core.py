@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -92,32 +91,9 @@ def read(
     the same sections as data. The entries shown count as read once the pack is printed
     (--peek leaves them unread).
     """
-    from vaultmem.context import commit_cursor, read_pack
+    from vaultmem.cli import hot
 
-    v = open_vault(vault)
-    pack = read_pack(v, agent or "", budget=budget, peek=peek, query=query)
-    if as_json:
-        emit_json(pack.to_dict())
-    else:
-        out = [f"# Session context for {pack.agent}", ""]
-        for section in pack.sections:
-            source = f" ({section.source})" if section.source else ""
-            out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
-        if pack.dropped:
-            detail = ", ".join(
-                f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped
-            )
-            out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
-        emit("\n".join(out))
-    sys.stdout.flush()  # the pack is out: only now do its entries count as read
-    from vaultmem.errors import VaultmemError
-
-    try:
-        commit_cursor(v, pack)
-    except VaultmemError as exc:  # a read-only vault still gets its pack
-        from vaultmem.cli.base import warn
-
-        warn(f"could not record what was read ({exc.message}); these entries will show again")
+    hot.read(budget=budget, peek=peek, query=query, vault=vault, agent=agent, as_json=as_json)
 
 
 @app.command(epilog=example("vaultmem status", "vaultmem status --json"))

@@ -7,7 +7,7 @@ state set), keys (create, list), verify, repair.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -23,11 +23,7 @@ from vaultmem.cli.base import (
     read_text_arg,
     warn,
 )
-
-
-def _warn_redactions(redactions: Any) -> None:
-    for f in redactions:
-        warn(f"redacted a credential ({f.kind}, line {f.line}) before writing: {f.preview}")
+from vaultmem.cli.hot import warn_redactions
 
 
 @app.command(
@@ -68,26 +64,18 @@ def append(
     writer holds the lock past the timeout (retry), 8 when the agent has no signing key
     or a credential is refused.
     """
-    from vaultmem.log import append as do_append
+    from vaultmem.cli import hot
 
-    result = do_append(
-        open_vault(vault),
-        agent or "",
-        summary,
+    hot.append(
+        summary=summary,
         channel=channel,
         type_=type_,
-        body=read_text_arg(body) if body is not None else "",
-        acks=acks or [],
+        body=body,
+        acks=acks,
+        vault=vault,
+        agent=agent,
+        as_json=as_json,
     )
-    _warn_redactions(result.redactions)
-    for w in result.warnings:
-        warn(w)
-    if type_ == "decision":
-        warn("this is only a log entry; `vaultmem decide TEXT --why R` also records the decision")
-    if as_json:
-        emit_json(result.entry.to_dict())
-    else:
-        emit(result.entry.id)
 
 
 log_app = typer.Typer(
@@ -227,7 +215,7 @@ def decide(
         tags=tags or [],
         channel=channel,
     )
-    _warn_redactions(result.redactions)
+    warn_redactions(result.redactions)
     for w in result.warnings:
         warn(w)
     if as_json:
@@ -329,7 +317,7 @@ def checkpoint(
         task=task,
         next_steps=next_steps or [],
     )
-    _warn_redactions(found)
+    warn_redactions(found)
     if as_json:
         emit_json(cp.to_dict())
     else:
@@ -389,7 +377,7 @@ def state_set(
     from vaultmem.shared_state import set_state_section
 
     change = set_state_section(open_vault(vault), agent or "", section, read_text_arg(text))
-    _warn_redactions(change.redactions)
+    warn_redactions(change.redactions)
     for w in change.warnings:
         warn(w)
     if as_json:

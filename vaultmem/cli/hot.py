@@ -1,0 +1,87 @@
+"""The bodies of the per-turn commands (read, append, recall), free of typer.
+
+The typer commands in cmd_core/cmd_log/cmd_recall parse the command line and call these; the
+start-up fast path (cli/fast.py) calls them directly. Parameter names match the typer
+commands' exactly (the fast path checks it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from vaultmem.cli.io import emit, emit_json, open_vault, read_text_arg, warn
+
+
+def read(
+    *,
+    budget: int | None,
+    peek: bool,
+    query: str | None,
+    vault: Path | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    from vaultmem.context import commit_cursor, read_pack
+
+    v = open_vault(vault)
+    pack = read_pack(v, agent or "", budget=budget, peek=peek, query=query)
+    if as_json:
+        emit_json(pack.to_dict())
+    else:
+        out = [f"# Session context for {pack.agent}", ""]
+        for section in pack.sections:
+            source = f" ({section.source})" if section.source else ""
+            out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
+        if pack.dropped:
+            detail = ", ".join(
+                f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped
+            )
+            out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
+        emit("\n".join(out))
+    sys.stdout.flush()  # the pack is out: only now do its entries count as read
+    from vaultmem.errors import VaultmemError
+
+    try:
+        commit_cursor(v, pack)
+    except VaultmemError as exc:  # a read-only vault still gets its pack
+        warn(f"could not record what was read ({exc.message}); these entries will show again")
+
+
+def warn_redactions(redactions: Any) -> None:
+    for f in redactions:
+        warn(f"redacted a credential ({f.kind}, line {f.line}) before writing: {f.preview}")
+
+
+def append(
+    *,
+    summary: str,
+    channel: str,
+    type_: str,
+    body: str | None,
+    acks: list[str] | None,
+    vault: Path | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    from vaultmem.log import append as do_append
+
+    result = do_append(
+        open_vault(vault),
+        agent or "",
+        summary,
+        channel=channel,
+        type_=type_,
+        body=read_text_arg(body) if body is not None else "",
+        acks=acks or [],
+    )
+    warn_redactions(result.redactions)
+    for w in result.warnings:
+        warn(w)
+    if type_ == "decision":
+        warn("this is only a log entry; `vaultmem decide TEXT --why R` also records the decision")
+    if as_json:
+        emit_json(result.entry.to_dict())
+    else:
+        emit(result.entry.id)
