@@ -8,9 +8,11 @@ that the CLI renders as markdown for a prompt or as JSON:
     20 checkpoint          the agent's own working checkpoint
     30 new_entries         log entries from other agents since this agent's last read
     40 own_entries         the agent's own recent entries
+    45 recall              with --query: the top recall hits, with where they come from
     50 project_state       nexus/project-state.md
     55 agent_memory        agents/<agent>/MEMORY.md
     60 memory              memory/MEMORY.md
+    70 pending             the agent's own facts waiting for review (never another agent's)
 
 A per-agent cursor in `.vaultmem/cursors/<agent>.json` remembers the newest entry the agent was
 shown. `read_pack` never moves it: the caller calls `commit_cursor` after the pack was written out,
@@ -65,7 +67,7 @@ class Pack:
     cursor: dict[str, Any] | None = None  # where the cursor goes once the pack is delivered
     since: str | None = None  # the entry id the previous read ended at
     peek: bool = False
-    query: str | None = None  # for recall hits (wired by the recall layer)
+    query: str | None = None  # the session's topic: recall hits and the pending facts' order
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -350,6 +352,50 @@ def fit_budget(
     return kept, tuple(dropped), sizes
 
 
+RECALL_HITS = 5
+
+
+def recall_section(vault: Vault, query: str) -> Section | None:
+    """Top recall hits for the session's topic (imports whoosh: only with --query)."""
+    from vaultmem.recall import recall
+
+    result = recall(vault, query, limit=RECALL_HITS)
+    if not result.hits:
+        return None
+    lines = []
+    for hit in result.hits:
+        where = f"{hit.path}" + (f" › {hit.heading}" if hit.heading else "")
+        lines.append(
+            f"- {where} (lines {hit.line_start}-{hit.line_end}, {hit.kind}): "
+            + " ".join(hit.snippet.replace("**", "").split())  # marks would break wikilinks
+        )
+    return Section(
+        "recall",
+        f"What the vault holds about: {query}",
+        fence("\n".join(lines)),
+        result.to_dict(),
+        None,
+        45,
+    )
+
+
+def pending_section(vault: Vault, agent: str, query: str | None) -> Section | None:
+    """The agent's own unreviewed facts, marked as such; other agents' never show."""
+    from vaultmem.bank import pending_block
+
+    block = pending_block(vault, agent, query)
+    if block is None:
+        return None
+    return Section(
+        "pending",
+        f"Your unreviewed facts ({block.total} pending review)",
+        fence(block.text),
+        block.to_dict(),
+        None,
+        70,
+    )
+
+
 def read_pack(
     vault: Vault,
     agent: str,
@@ -373,6 +419,13 @@ def read_pack(
         section = memory_index_section(vault, scope)
         if section is not None:
             sections.append(section)
+    for extra in (
+        recall_section(vault, query) if query else None,
+        pending_section(vault, agent, query),
+    ):
+        if extra is not None:
+            sections.append(extra)
+    sections.sort(key=lambda s: s.priority)
     limit = vault.config.read.budget if budget is None else budget
     kept, dropped, sizes = fit_budget(sections, limit)
     return Pack(

@@ -7,6 +7,7 @@ the target; the folder is fsynced so the rename itself survives a power cut.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -58,7 +59,8 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         os.replace(tmp, path)
         fsync_dir(path.parent)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # never hide the real error behind the clean-up's
+            tmp.unlink(missing_ok=True)
         raise write_error(path, exc) from exc
 
 
@@ -83,7 +85,8 @@ def create_exclusive(path: Path, data: str) -> bool:
         fsync_dir(path.parent)
         return True
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # never hide the real error behind the clean-up's
+            tmp.unlink(missing_ok=True)
         raise write_error(path, exc) from exc
 
 

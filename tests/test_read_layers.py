@@ -1,0 +1,50 @@
+"""`read` brings the layers together: recall hits for --query, the agent's own pending facts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+from vaultmem import bank
+from vaultmem.context import read_pack
+from vaultmem.vault import Vault
+
+
+def test_query_adds_recall_hits_with_provenance(vault: Path) -> None:
+    res = run_cli(
+        "read",
+        "--vault",
+        str(vault),
+        "--agent",
+        "ella",
+        "--peek",
+        "--json",
+        "--query",
+        "stripe webhook",
+    )
+    assert res.exit_code == 0, res.stderr
+    section = json.loads(res.stdout)["sections"]["recall"]
+    paths = [h["path"] for h in section["data"]["hits"]]
+    assert "memory/stripe-webhook-race.md" in paths
+    assert "vaultmem-data" in section["text"] and "**" not in section["text"]
+    plain = run_cli("read", "--vault", str(vault), "--agent", "ella", "--peek", "--json")
+    assert "recall" not in json.loads(plain.stdout)["sections"]
+
+
+def test_pending_facts_are_the_agents_own_and_marked(vault: Path) -> None:
+    v = Vault.open(vault)
+    bank.retain(v, "The staging database is reset every Sunday night", agent="ella", type_="fact")
+    bank.retain(v, "Storybook runs on port 6006 in dev", agent="lyra", type_="reference")
+    ella = read_pack(v, "ella", peek=True)
+    pending = {s.key: s for s in ella.sections}["pending"]
+    assert "staging database" in pending.text and "Storybook" not in pending.text
+    assert "unreviewed" in pending.text and pending.data["total"] == 1
+    lyra = {s.key: s for s in read_pack(v, "lyra", peek=True).sections}
+    assert "Storybook" in lyra["pending"].text and "staging" not in lyra["pending"].text
+
+
+def test_pending_section_absent_without_pending_facts(vault: Path) -> None:
+    keys = {s.key for s in read_pack(Vault.open(vault), "ella", peek=True).sections}
+    assert "pending" not in keys and "identity" in keys
