@@ -70,7 +70,7 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 PROXIMITY_SLOP = 3
 PROXIMITY_BOOST = 0.0
-COVERAGE_POWER = 1.0
+COVERAGE_POWER = 0.5
 WHOLE_SECTIONS = True
 # words of a question that say what kind of answer is wanted, not what it is about
 QUERY_STOP = frozenset(

@@ -39,6 +39,8 @@ SNIPPET_CHARS = 240
 SECTION_SUPPORT = 0.05
 # how much a long section's score as a whole adds to its best passage's
 WHOLE_WEIGHT = 1.0
+# documents fetched per hit asked for, before sections are grouped into notes
+CANDIDATES = 5
 _ENTRY_KINDS = ("log", "decision")
 
 
@@ -278,7 +280,7 @@ def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end:
 def _search(
     searcher: index.Searcher, parsed: index.Query, *, limit: int, explain: bool
 ) -> list[Hit]:
-    raw = searcher.search(parsed, limit=max(limit * 5, 50), explain=explain)
+    raw = searcher.search(parsed, limit=max(limit * CANDIDATES, 50), explain=explain)
     groups: dict[str, list[index.RawHit]] = {}
     for h in raw:
         f = h.fields
