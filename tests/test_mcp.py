@@ -72,3 +72,74 @@ def test_unknown_agent_refused_at_start(vault: Path) -> None:
 
     proc = run_proc("mcp", "--vault", str(vault), "--agent", "bob")
     assert proc.returncode == 4 and "unknown agent" in proc.stderr
+
+
+def make_keys(vault: Path, *agents: str) -> None:
+    from conftest import run_cli
+
+    for agent in agents:
+        res = run_cli("keys", "create", "--vault", str(vault), "--agent", agent)
+        assert res.exit_code == 0, res.stderr
+
+
+def test_two_agents_coordinate_over_mcp(vault: Path) -> None:
+    make_keys(vault, "ella", "lyra")
+    # ella reads once so that her cursor sits at the end of the shipped log
+    call(vault, "ella", ("read", {}))
+    _tools, (entry,) = call(
+        vault,
+        "lyra",
+        (
+            "append",
+            {"summary": "Checkout sends Idempotency-Key", "channel": "web", "type": "handoff"},
+        ),
+    )
+    lyra_entry = payload(entry)
+    assert lyra_entry["agent"] == "lyra" and lyra_entry["type"] == "handoff"
+    _tools, (first, second, ack, tail) = call(
+        vault,
+        "ella",
+        ("read", {}),
+        ("read", {}),
+        ("append", {"summary": "Got it", "type": "ack", "acks": [lyra_entry["id"]]}),
+        ("log", {"tail": 2}),
+    )
+    new_first = payload(first)["sections"]["new_entries"]["text"]
+    assert "Checkout sends Idempotency-Key" in new_first
+    assert (
+        "new_entries" not in payload(second)["sections"]
+        or "Idempotency-Key" not in payload(second)["sections"]["new_entries"]["text"]
+    )
+    assert payload(ack)["acks"] == [lyra_entry["id"]]
+    assert [e["id"] for e in payload(tail)["entries"]][-2:] == [
+        lyra_entry["id"],
+        payload(ack)["id"],
+    ]
+    from conftest import run_cli
+
+    assert run_cli("verify", "--vault", str(vault)).exit_code == 0
+
+
+def test_shared_state_and_retain_and_recall_tools(vault: Path) -> None:
+    make_keys(vault, "ella")
+    _tools, results = call(
+        vault,
+        "ella",
+        ("decide", {"text": "Prices are stored in cents", "why": "no float rounding"}),
+        ("decisions", {}),
+        (
+            "checkpoint",
+            {"text": "Half-way through the refund endpoint", "task": "refunds", "next": ["tests"]},
+        ),
+        ("checkpoint", {}),
+        ("state", {"section": "Status", "text": "Refunds in progress"}),
+        ("state", {}),
+        ("retain", {"text": "The staging database resets every Sunday", "type": "fact"}),
+        ("recall", {"query": "refund endpoint", "limit": 3}),
+    )
+    decided, listed, _saved, shown, _changed, state, retained, hits = (payload(r) for r in results)
+    assert decided["id"] in {d["id"] for d in listed["decisions"]}
+    assert shown["task"] == "refunds" and "refund endpoint" in shown["text"]
+    assert "Refunds in progress" in state["text"]
+    assert retained["outcome"] == "inserted"
+    assert any(h["path"] == "agents/ella/checkpoint.md" for h in hits["hits"])
