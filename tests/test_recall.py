@@ -97,6 +97,21 @@ def test_one_hit_per_note_but_each_log_entry_its_own(vault: Path) -> None:
     assert _paths(vault, "marmoset") == ["wiki/Monkeys.md"]
 
 
+def test_reused_searcher_follows_refreshes_and_rebuilds(vault: Path) -> None:
+    v = _v(vault)
+    assert recall(v, "stripe").hits  # opens (and keeps) a searcher
+    index.refresh(v, wait=None, rebuild=True)  # a new generation; the old one is deleted
+    _write(vault, "wiki/new.md", "# New\nchinchilla\n")
+    assert [h.path for h in recall(v, "chinchilla").hits] == ["wiki/new.md"]
+    assert recall(v, "stripe").hits
+
+
+def test_empty_vault_has_no_hits(tmp_path: Path) -> None:
+    (tmp_path / "vaultmem.toml").write_text('language = "en"\n')
+    result = recall(_v(tmp_path), "anything")
+    assert result.hits == () and result.index.files == 0 and not result.index.warnings
+
+
 # --- query syntax and filters -------------------------------------------------------------
 
 

@@ -58,6 +58,7 @@ def test_relevant_ignores_state_editor_and_obsidian_files(tmp_path: Path) -> Non
     root = str(tmp_path)
     assert relevant(root, f"{root}/wiki/a.md")
     assert relevant(root, f"{root}/wiki")  # a folder moved or deleted
+    assert relevant(root, f"{root}/v1.2", is_dir=True)
     for name in (".vaultmem/index/x.md", ".obsidian/app.json", "wiki/.a.md.swp", "a.md~"):
         assert not relevant(root, f"{root}/{name}")
     assert not relevant(root, f"{root}/picture.png")

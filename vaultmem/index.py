@@ -239,6 +239,10 @@ class _Manifest:
         )
 
 
+# the generation each vault's manifest named when this process last read or wrote it
+_CURRENT: dict[str, str] = {}
+
+
 # --- locations ------------------------------------------------------------------------------
 
 
@@ -255,6 +259,7 @@ def _load_manifest(vault: Vault) -> _Manifest | None:
         raw = json.loads((index_dir(vault) / MANIFEST).read_bytes())
         if raw.get("schema") != SCHEMA_VERSION:
             return None
+        _CURRENT[str(vault.root)] = str(raw["generation"])
         return _Manifest(
             generation=str(raw["generation"]),
             language=str(raw["language"]),
@@ -275,6 +280,7 @@ def _load_manifest(vault: Vault) -> _Manifest | None:
 
 
 def _save_manifest(vault: Vault, manifest: _Manifest) -> None:
+    _CURRENT[str(vault.root)] = manifest.generation
     folder = index_dir(vault)
     atomic_write(folder / MANIFEST, manifest.dump())
     problems = [p.to_dict() for p in _manifest_problems(manifest)]
@@ -1209,6 +1215,8 @@ class Searcher:
         OR semantics rank a document that repeats one query word above one that has all of
         them; weighting by the (idf-weighted) share of query terms matched corrects that.
         """
+        if not self.searcher.doc_count():  # an empty vault (and idf would divide by zero)
+            return []
         main, flt, mask, leaves = self._build(q)
         if main is None or main.__class__.__name__ == "_NullQuery":
             return []
@@ -1249,7 +1257,7 @@ class Searcher:
 _OPEN: dict[str, tuple[str, Searcher]] = {}
 
 
-def searcher_for(vault: Vault, generation: str | None = None) -> Searcher:
+def searcher_for(vault: Vault) -> Searcher:
     """An open searcher on the current index, kept open for the next call in this process.
 
     A long-lived process (the MCP server, a benchmark, an agent embedding the library) then
@@ -1261,7 +1269,7 @@ def searcher_for(vault: Vault, generation: str | None = None) -> Searcher:
     if cached is not None:
         gen, s = cached
         try:
-            if generation in (None, gen) and s.searcher.up_to_date():
+            if gen == _CURRENT.get(key) and s.searcher.up_to_date():
                 return s
         except Exception:  # the generation was rebuilt away: open the new one
             pass

@@ -246,7 +246,7 @@ def recall(
     )
     fresh = index.refresh(vault)
     try:
-        searcher = index.searcher_for(vault, None if not fresh.rebuilt else "")
+        searcher = index.searcher_for(vault)
         hits = _search(searcher, parsed, limit=limit, explain=explain)
     except Exception as exc:
         # crash mid-commit, truncated files, another whoosh version: the files are the truth

@@ -29,7 +29,7 @@ IGNORED_DIRS = frozenset({STATE_DIR, ".obsidian", ".git", ".trash"})
 HEARTBEAT_EVERY = 1.0
 
 
-def relevant(vault_root: str, path: str) -> bool:
+def relevant(vault_root: str, path: str, *, is_dir: bool = False) -> bool:
     """Does a change at `path` matter to the index? (Not vaultmem's state, not editor temp files.)"""
     rel = os.path.relpath(path, vault_root)
     if rel.startswith(".."):
@@ -41,7 +41,7 @@ def relevant(vault_root: str, path: str) -> bool:
     if name.endswith(("~", ".swp", ".swx", ".tmp", ".part", ".crdownload")):
         return False
     # a folder event (rename, delete) may move many notes; a non-markdown file does not matter
-    return name.lower().endswith(".md") or "." not in name
+    return is_dir or name.lower().endswith(".md") or "." not in name
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,8 @@ class _Handler(FileSystemEventHandler):
         paths = [getattr(event, "src_path", ""), getattr(event, "dest_path", "")]
         if getattr(event, "event_type", "") in ("opened", "closed_no_write"):
             return
-        if not any(p and relevant(self.root, os.fsdecode(p)) for p in paths):
+        is_dir = bool(getattr(event, "is_directory", False))
+        if not any(p and relevant(self.root, os.fsdecode(p), is_dir=is_dir) for p in paths):
             return
         with self.lock:
             self.pending += 1
