@@ -17,20 +17,22 @@ import pytest
 
 
 @contextmanager
-def read_only(folder: Path) -> Iterator[None]:
+def read_only(folder: Path, *, recursive: bool = True) -> Iterator[None]:
+    """`folder` (and, if recursive, everything in it) cannot be written while inside."""
     if os.geteuid() == 0:
         if not shutil.which("chattr"):
             pytest.skip("root without chattr cannot make a folder read-only")
-        done = subprocess.run(["chattr", "-R", "+i", str(folder)], capture_output=True)
+        flags = ["-R"] if recursive else []
+        done = subprocess.run(["chattr", *flags, "+i", str(folder)], capture_output=True)
         if done.returncode != 0:
             pytest.skip(f"chattr +i not supported here: {done.stderr.decode().strip()}")
         try:
             yield
         finally:
-            subprocess.run(["chattr", "-R", "-i", str(folder)], check=True)
+            subprocess.run(["chattr", *flags, "-i", str(folder)], check=True)
         return
     modes = {}
-    for path in [folder, *folder.rglob("*")]:
+    for path in [folder, *(folder.rglob("*") if recursive else [])]:
         modes[path] = path.stat().st_mode
         path.chmod(modes[path] & ~0o222)
     try:

@@ -17,6 +17,7 @@ from typing import Any
 from vaultmem import bank, memory, notes
 from vaultmem.errors import ReviewRefusedError, UsageError, VaultmemError
 from vaultmem.fsio import atomic_write, read_text
+from vaultmem.similarity import normalise, signature
 from vaultmem.vault import Vault, validate_name
 
 REVIEWABLE = ("pending", "expired")
@@ -153,7 +154,7 @@ def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) ->
     for fact in sorted(facts, key=lambda f: (f.created, f.path)):
         if fact.author not in by_author:  # shared memories and the author's own
             by_author[fact.author] = bank._memory_candidates(vault, fact.author)
-        ranked = bank.rank_matches(bank.signature(fact.text), by_author[fact.author], 0.2)
+        ranked = bank.rank_matches(signature(fact.text), by_author[fact.author], 0.2)
         out.append(QueueItem(fact, tuple(m for m, _c in ranked[:similar])))
     return out
 
@@ -352,7 +353,7 @@ def merge(
                 )
             old = mnote.text  # the text find_fact parsed: head and body must come from one read
             body = mnote.body
-            if bank.normalise(fact.text) not in bank.normalise(body):
+            if normalise(fact.text) not in normalise(body):
                 body = body.rstrip("\n") + f"\n\n{fact.text}\n"
             head = old[: len(old) - len(mnote.body)] if mnote.body else old
             sources = list(bank._as_list(mnote.meta.get("source")))
