@@ -66,10 +66,12 @@ TEXT_FIELDS: dict[str, float] = {
     "tags": 1.5,
     "body": 1.0,
 }
+# Tuned on the LoCoMo benchmark (bench/recall_quality.py) as general knobs only; neighbouring
+# values change R@5 by about +-0.002
 BM25_K1 = 1.2
 BM25_B = 0.75
-PROXIMITY_SLOP = 3
-PROXIMITY_BOOST = 0.0
+PROXIMITY_SLOP = 1
+PROXIMITY_BOOST = 0.2
 COVERAGE_POWER = 0.5
 WHOLE_SECTIONS = True
 # words of a question that say what kind of answer is wanted, not what it is about
@@ -1144,7 +1146,9 @@ class Searcher:
                 leaf = wq.Term(fname, term, boost=boost)
                 leaves.append(leaf)
                 scored.append(leaf)
-        # adjacent query words close together in the text: a proximity bonus
+        # two query words next to each other in the text too (stop words aside): a small
+        # bonus, as in sequential-dependence models; the words alone already scored
+        # (on LoCoMo: R@1 +0.011, MRR +0.006, R@5 +0.004)
         for a, b in itertools.pairwise(terms):
             if a != b and PROXIMITY_BOOST > 0:
                 leaf = wq.Phrase("body", [a, b], slop=PROXIMITY_SLOP, boost=PROXIMITY_BOOST)
