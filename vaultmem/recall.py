@@ -246,8 +246,12 @@ def recall(
     )
     fresh = index.refresh(vault)
     try:
-        searcher = index.searcher_for(vault)
-        hits = _search(searcher, parsed, limit=limit, explain=explain)
+        try:
+            hits = _search(index.searcher_for(vault), parsed, limit=limit, explain=explain)
+        except Exception:
+            # another process may have swapped the generation under us: open it afresh once
+            index.forget_searcher(vault)
+            hits = _search(index.searcher_for(vault), parsed, limit=limit, explain=explain)
     except Exception as exc:
         # crash mid-commit, truncated files, another whoosh version: the files are the truth
         index.forget_searcher(vault)
