@@ -38,6 +38,18 @@ def write_error(path: Path, exc: OSError) -> VaultmemError:
     return VaultmemError(f"cannot write {path}: {exc.strerror}")
 
 
+def _write_synced(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd` (a short write is continued), fsync, close."""
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -45,14 +57,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode if mode is not None else 0o644)
-        try:
-            view = memoryview(raw)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_synced(fd, raw)
         if mode is None and path.exists():
             # keep the permissions a person gave the file
             os.chmod(tmp, path.stat().st_mode & 0o7777)
@@ -93,15 +98,7 @@ def create_exclusive(path: Path, data: str) -> bool:
 def append_durable(path: Path, data: bytes) -> None:
     """Append `data` with one write(), then flush and fsync. Callers hold the lock."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_synced(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), data)
     except OSError as exc:
         raise write_error(path, exc) from exc
 
