@@ -965,7 +965,9 @@ def refresh(
                     ),
                 )
             try:
-                return _refresh_locked(vault, started, progress, rebuild=False)
+                # the walk just made is as recent as one made now: do not stat everything twice
+                walked = (current, skipped)
+                return _refresh_locked(vault, started, progress, rebuild=False, walked=walked)
             finally:
                 release(handle)
     timeout = vault.config.log.lock_timeout if wait is None or wait == 0.0 else wait
@@ -986,7 +988,12 @@ def refresh(
 
 
 def _refresh_locked(
-    vault: Vault, started: float, progress: ProgressFn | None, *, rebuild: bool
+    vault: Vault,
+    started: float,
+    progress: ProgressFn | None,
+    *,
+    rebuild: bool,
+    walked: tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]] | None = None,
 ) -> Freshness:
     # re-read under the lock: whoever held it may have done our work already
     manifest = _load_manifest(vault)
@@ -995,7 +1002,7 @@ def _refresh_locked(
         warnings = (f"vault language is now {vault.config.language}: index rebuilt",)
         rebuild = True
     if not rebuild and manifest is not None and _usable(manifest, vault):
-        current, skipped = walk(vault)
+        current, skipped = walked or walk(vault)
         plan = _plan(vault, manifest, current, skipped)
         if plan.empty(manifest):
             return _freshness(manifest, started)
