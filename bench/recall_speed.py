@@ -144,7 +144,7 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: floa
     time.sleep(1.5)  # and its first heartbeat written
     cold_watched = median_ms(lambda: proc(cold_args, env), runs)
     warm_watched = median_ms(lambda: recall(vault, QUERIES[0]), runs * 3)
-    watcher.send_signal(signal.SIGINT)
+    watcher.send_signal(signal.SIGTERM)  # SIGINT is ignored in background jobs
     watcher.wait(30)
     qi = iter(range(10**6))
     warm = median_ms(lambda: recall(vault, QUERIES[next(qi) % len(QUERIES)]), runs * 3)

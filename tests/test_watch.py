@@ -108,7 +108,8 @@ def test_watch_survives_a_burst_of_1000_changes(vault: Path, watching: list) -> 
 
 
 @pytest.mark.slow
-def test_watch_command_exits_cleanly_on_ctrl_c(vault: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_watch_command_exits_cleanly_on_ctrl_c_or_sigterm(vault: Path, sig: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_VAULT")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "vaultmem", "watch", "--vault", str(vault), "--json"],
@@ -124,7 +125,7 @@ def test_watch_command_exits_cleanly_on_ctrl_c(vault: Path) -> None:
         (vault / "wiki" / "Ibis.md").write_text("# Ibis\n\nibis\n")
         second = json.loads(proc.stdout.readline())
         assert second["events"] >= 1 and second["index"]["refreshed"] == 1
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         assert proc.wait(15) == 0
     finally:
         if proc.poll() is None:

@@ -153,7 +153,7 @@ def watch(
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Keep the index current as files change, until Ctrl-C (which exits 0).
+    """Keep the index current as files change, until Ctrl-C or SIGTERM (both exit 0).
 
     One line per refresh on stdout (a JSON object per line with --json). While it runs,
     `recall` trusts it instead of walking the vault.
@@ -182,8 +182,14 @@ def watch(
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
+    import signal
+    import threading
+
+    stop = threading.Event()
+    # SIGTERM (a service manager, `kill`) stops it as cleanly as Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        do_watch(v, debounce=debounce, on_refresh=report)
+        do_watch(v, debounce=debounce, on_refresh=report, stop=stop)
     except KeyboardInterrupt:
         if not as_json:
             sys.stderr.write("stopped\n")
