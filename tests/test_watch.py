@@ -40,13 +40,15 @@ def watching(vault: Path) -> Iterator[list[WatchEvent]]:
     assert not (vault / ".vaultmem" / "index" / "heartbeat.json").exists()
 
 
-def _wait(check: Callable[[], bool], timeout: float = 15.0) -> None:
+def _wait(
+    check: Callable[[], bool], timeout: float = 15.0, what: Callable[[], str] | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
             return
         time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+    raise AssertionError(f"condition not reached in {timeout}s" + (f": {what()}" if what else ""))
 
 
 def _manifest_files(vault: Path) -> set[str]:
@@ -102,9 +104,18 @@ def test_watch_survives_a_burst_of_1000_changes(vault: Path, watching: list) -> 
         (folder / f"n{i:04d}.md").rename(folder / f"m{i:04d}.md")
     expected = {f"burst/{p.name}" for p in folder.iterdir()}
     assert len(expected) == 500
-    _wait(lambda: {f for f in _manifest_files(vault) if f.startswith("burst/")} == expected, 60)
-    # far fewer refreshes than events: the burst was debounced
-    assert sum(e.events for e in watching) > len(watching)
+
+    def indexed() -> set[str]:
+        return {f for f in _manifest_files(vault) if f.startswith("burst/")}
+
+    _wait(
+        lambda: indexed() == expected,
+        60,
+        lambda: f"{len(indexed() ^ expected)} paths differ; refreshes: {len(watching)}",
+    )
+    # fewer refreshes than events: the burst was debounced
+    events = sum(e.events for e in watching)
+    assert events > len(watching), f"{events} events, {len(watching)} refreshes"
 
 
 @pytest.mark.slow
