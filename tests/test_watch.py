@@ -81,7 +81,7 @@ def test_watch_picks_up_create_modify_move_delete(vault: Path, watching: list) -
     _wait(lambda: "pages/Okapi.md" not in _manifest_files(vault))
     # while it runs, recall trusts the heartbeat instead of walking
     _wait(lambda: recall(Vault.open(vault), "stripe").index.checked_by == "watcher")
-    assert any(e.events for e in watching)
+    _wait(lambda: any(e.events for e in watching))
 
 
 def _search(vault: Path, query: str) -> list:
@@ -113,6 +113,8 @@ def test_watch_survives_a_burst_of_1000_changes(vault: Path, watching: list) -> 
         60,
         lambda: f"{len(indexed() ^ expected)} paths differ; refreshes: {len(watching)}",
     )
+    # (the manifest is written just before the watcher reports the refresh)
+    _wait(lambda: any(e.events for e in watching))
     # fewer refreshes than events: the burst was debounced
     events = sum(e.events for e in watching)
     assert events > len(watching), f"{events} events, {len(watching)} refreshes"
