@@ -48,3 +48,42 @@ def test_pending_facts_are_the_agents_own_and_marked(vault: Path) -> None:
 def test_pending_section_absent_without_pending_facts(vault: Path) -> None:
     keys = {s.key for s in read_pack(Vault.open(vault), "ella", peek=True).sections}
     assert "pending" not in keys and "identity" in keys
+
+
+def test_query_hits_never_show_another_agents_private_notes(vault: Path) -> None:
+    private = vault / "agents/lyra/memory/lyra-only.md"
+    private.write_text(
+        "---\nname: Lyra only\ntype: fact\nid: m-lyra0001\n---\n\nThe zebra palette is Lyra's secret.\n"
+    )
+    ella = {
+        s.key: s
+        for s in read_pack(Vault.open(vault), "ella", peek=True, query="zebra palette").sections
+    }
+    assert "recall" not in ella or "lyra-only" not in ella["recall"].text
+    lyra = {
+        s.key: s
+        for s in read_pack(Vault.open(vault), "lyra", peek=True, query="zebra palette").sections
+    }
+    assert "agents/lyra/memory/lyra-only.md" in lyra["recall"].text
+
+
+def test_approved_bank_note_leaves_recall_once_it_is_memory(vault: Path) -> None:
+    from vaultmem.recall import recall
+    from vaultmem.review import approve
+
+    v = Vault.open(vault)
+    res = bank.retain(v, "The quokka endpoint returns 418 on purpose", agent="ella", type_="fact")
+    assert res.path
+    before = [(h.kind, h.path) for h in recall(v, "quokka endpoint").hits]
+    assert before[0] == ("bank", res.path)
+    approve(
+        v,
+        res.id or "",
+        reviewer="chiara",
+        acting_agent=None,
+        scope="shared",
+        name="Quokka endpoint",
+    )
+    after = [(h.kind, h.path) for h in recall(v, "quokka endpoint").hits]
+    assert after[0] == ("memory", "memory/quokka-endpoint.md")
+    assert ("bank", res.path) not in after

@@ -355,11 +355,12 @@ def fit_budget(
 RECALL_HITS = 5
 
 
-def recall_section(vault: Vault, query: str) -> Section | None:
-    """Top recall hits for the session's topic (imports whoosh: only with --query)."""
+def recall_section(vault: Vault, agent: str, query: str) -> Section | None:
+    """Top recall hits for the session's topic, from shared notes and the agent's own folder
+    (never another agent's private notes). Imports whoosh: only with --query."""
     from vaultmem.recall import recall
 
-    result = recall(vault, query, limit=RECALL_HITS)
+    result = recall(vault, query, limit=RECALL_HITS, agent=agent)
     if not result.hits:
         return None
     lines = []
@@ -420,7 +421,7 @@ def read_pack(
         if section is not None:
             sections.append(section)
     for extra in (
-        recall_section(vault, query) if query else None,
+        recall_section(vault, agent, query) if query else None,
         pending_section(vault, agent, query),
     ):
         if extra is not None:

@@ -560,7 +560,9 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
         "date": day,
         "status": status,
         "id": _text(meta.get("id")).strip(),
-        "hidden": kind in ("memory", "bank") and status in HIDDEN_STATUSES,
+        # an approved bank note became a memory: show the memory, not its proposal twice
+        "hidden": (kind in ("memory", "bank") and status in HIDDEN_STATUSES)
+        or (kind == "bank" and status == "approved"),
         "valid_until": valid_until if kind in ("memory", "bank") else "",
     }
     if kind in ("log", "decision"):

@@ -6,16 +6,12 @@ and whoosh must stay out of `append` and `read`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, app, emit, emit_json, example, warn
-
-
-def _warn_freshness(fresh: Any) -> None:
-    for message in fresh.warnings:
-        warn(message)
+from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, app, emit, emit_json, example
+from vaultmem.cli.hot import warn_freshness
 
 
 @app.command(
@@ -78,28 +74,21 @@ def recall(
     hits come from shared notes and that agent's own folder; `agent:NAME` in the query keeps
     only documents written by NAME.
     """
-    from vaultmem.cli.base import open_vault
-    from vaultmem.recall import recall as do_recall
+    from vaultmem.cli import hot
 
-    result = do_recall(
-        open_vault(vault),
-        query,
+    hot.recall(
+        query=query,
         limit=limit,
         kind=kind,
         type_=type_,
-        agent=agent,
         under=under,
         since=since,
         include_retracted=include_retracted,
         explain=explain,
+        vault=vault,
+        agent=agent,
+        as_json=as_json,
     )
-    _warn_freshness(result.index)
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    from vaultmem.cli.output_recall import render_recall
-
-    render_recall(result)
 
 
 @app.command(
@@ -130,7 +119,7 @@ def index_cmd(
             fresh = index.refresh(v, wait=None, rebuild=True, progress=update)
     else:
         fresh = index.refresh(v, wait=None, rebuild=rebuild, trust_watcher=False)
-    _warn_freshness(fresh)
+    warn_freshness(fresh)
     problems = index.index_problems(v)
     if as_json:
         emit_json({"index": fresh.to_dict(), "problems": [p.to_dict() for p in problems]})
@@ -169,7 +158,7 @@ def watch(
 
     def report(event: WatchEvent) -> None:
         f = event.freshness
-        _warn_freshness(f)
+        warn_freshness(f)
         if as_json:
             line = json.dumps({"events": event.events, "index": f.to_dict()}, ensure_ascii=False)
         elif not event.events:

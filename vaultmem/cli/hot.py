@@ -85,3 +85,45 @@ def append(
         emit_json(result.entry.to_dict())
     else:
         emit(result.entry.id)
+
+
+def warn_freshness(fresh: Any) -> None:
+    for message in fresh.warnings:
+        warn(message)
+
+
+def recall(
+    *,
+    query: str,
+    limit: int,
+    kind: str | None,
+    type_: str | None,
+    under: str | None,
+    since: str | None,
+    include_retracted: bool,
+    explain: bool,
+    vault: Path | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    from vaultmem.recall import recall as do_recall
+
+    result = do_recall(
+        open_vault(vault),
+        query,
+        limit=limit,
+        kind=kind,
+        type_=type_,
+        agent=agent,
+        under=under,
+        since=since,
+        include_retracted=include_retracted,
+        explain=explain,
+    )
+    warn_freshness(result.index)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    from vaultmem.cli.output_recall import render_recall
+
+    render_recall(result)
