@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from vaultmem import index
+from vaultmem import documents, index
 from vaultmem.recall import recall
 from vaultmem.vault import Vault
 
@@ -62,7 +62,7 @@ Ropes and quickdraws.
 
 
 def test_sections_have_heading_paths_and_file_line_ranges() -> None:
-    docs, problems = index.documents("wiki/walls.md", NOTE)
+    docs, problems = documents.documents("wiki/walls.md", NOTE)
     assert problems == []
     lines = NOTE.splitlines()
     by_heading = {d.heading: d for d in docs}
@@ -79,13 +79,13 @@ def test_sections_have_heading_paths_and_file_line_ranges() -> None:
 
 def test_long_sections_become_passages_plus_the_whole() -> None:
     body = "\n".join(f"line {i} " + "word " * 20 for i in range(40))
-    docs, _ = index.documents("notes/long.md", "# Long\n" + body + "\n")
+    docs, _ = documents.documents("notes/long.md", "# Long\n" + body + "\n")
     units = [d.unit for d in docs]
     assert units.count("whole") == 1 and units.count("passage") >= 4
     passages = [d for d in docs if d.unit == "passage"]
     assert passages[0].line_start == 1 and passages[-1].line_end == 41
     for a, b in itertools.pairwise(passages):
-        assert b.line_start == a.line_end + 1 - index.PASSAGE_OVERLAP
+        assert b.line_start == a.line_end + 1 - documents.PASSAGE_OVERLAP
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_long_sections_become_passages_plus_the_whole() -> None:
     ],
 )
 def test_kind_from_the_vault_layout(rel: str, kind: str, agent: str) -> None:
-    assert index.kind_of(rel) == (kind, agent)
+    assert documents.kind_of(rel) == (kind, agent)
 
 
 def test_line_ranges_point_at_the_matching_lines(vault: Path) -> None:

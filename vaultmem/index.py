@@ -28,17 +28,16 @@ import hashlib
 import itertools
 import json
 import os
-import re
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem import notes
+from vaultmem.documents import Doc, kind_of, read_documents, read_prefix
 from vaultmem.errors import LockTimeoutError
 from vaultmem.fsio import atomic_write
 from vaultmem.locking import exclusive, lock_path, release, try_exclusive
@@ -54,10 +53,7 @@ HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gon
 # same mtime tick without its size changing; such entries carry a content hash (cf. git's
 # "racily clean" entries).
 RACY_NS = 2_000_000_000
-BINARY_SNIFF = 8192
 
-KINDS = ("memory", "identity", "log", "decision", "checkpoint", "bank", "state", "note")
-HIDDEN_STATUSES = frozenset({"retracted", "superseded", "rejected", "expired", "duplicate"})
 # text fields searched by plain words, with their query-time boosts
 TEXT_FIELDS: dict[str, float] = {
     "title": 2.5,
@@ -73,7 +69,6 @@ BM25_B = 0.75
 PROXIMITY_SLOP = 1
 PROXIMITY_BOOST = 0.2
 COVERAGE_POWER = 0.5
-WHOLE_SECTIONS = True
 # words of a question that say what kind of answer is wanted, not what it is about
 QUERY_STOP = frozenset(
     [
@@ -134,14 +129,6 @@ QUERY_STOP = frozenset(
 )
 ProgressFn = Callable[[int, int], None]
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-# Long sections are indexed as passages of about this many words, so a hit points at the
-# lines that matter and a long page does not drown short ones.
-PASSAGE_WORDS = 100
-PASSAGE_OVERLAP = 0
-
 
 # --- results --------------------------------------------------------------------------------
 
@@ -175,29 +162,6 @@ class Freshness:
         out = dict(self.__dict__)
         out["warnings"] = list(self.warnings)
         return out
-
-
-@dataclass(frozen=True)
-class Doc:
-    """One searchable unit: a note section (or passage of one), a log entry, a decision."""
-
-    path: str
-    kind: str
-    title: str
-    heading: str
-    body: str
-    line_start: int
-    line_end: int
-    desc: str = ""
-    tags: str = ""
-    type: str = ""
-    agent: str = ""
-    date: str = ""
-    status: str = ""
-    id: str = ""
-    hidden: bool = False
-    valid_until: str = ""
-    unit: str = "section"  # "section", "passage" (of a long section) or "whole" (long section)
 
 
 @dataclass
@@ -356,294 +320,6 @@ def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str,
     return files, skipped
 
 
-# --- turning a file into documents ----------------------------------------------------------
-
-
-def kind_of(rel: str) -> tuple[str, str]:
-    """(kind, agent) from a vault-relative path, following the vault layout."""
-    parts = rel.split("/")
-    lower = [p.lower() for p in parts]
-    if parts[0] == "memory" and len(parts) == 2:
-        return ("note" if lower[1] == "memory.md" else "memory"), ""
-    if parts[0] == "nexus":
-        if rel == "nexus/live-context.md" or (len(parts) >= 3 and parts[1] == "archive"):
-            return "log", ""
-        if rel == "nexus/decisions.md":
-            return "decision", ""
-        if rel == "nexus/project-state.md":
-            return "state", ""
-        return "note", ""
-    if parts[0] == "agents" and len(parts) >= 3:
-        agent = parts[1]
-        if len(parts) == 3 and parts[2] == "IDENTITY.md":
-            return "identity", agent
-        if len(parts) == 3 and parts[2] == "checkpoint.md":
-            return "checkpoint", agent
-        if len(parts) == 4 and parts[2] == "memory" and lower[3] != "memory.md":
-            return "memory", agent
-        if len(parts) == 4 and parts[2] == "bank":
-            return "bank", agent
-        return "note", agent
-    return "note", ""
-
-
-def _read_prefix(path: Path, limit: int) -> tuple[bytes, bool]:
-    with open(path, "rb") as fh:
-        data = fh.read(limit + 1)
-    return data[:limit], len(data) > limit
-
-
-def _decode(data: bytes, truncated: bool) -> tuple[str, str | None]:
-    try:
-        return data.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        if truncated and exc.start >= len(data) - 3 and exc.reason == "unexpected end of data":
-            return data[: exc.start].decode("utf-8", errors="replace"), None
-        return (
-            data.decode("utf-8", errors="replace"),
-            f"not UTF-8 (first bad byte at offset {exc.start}); indexed with replacements",
-        )
-
-
-def _iso_date(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.date().isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, str) and _ISO_DATE.match(value.strip()):
-        return value.strip()[:10]
-    return ""
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        return " ".join(_text(v) for v in value)
-    return str(value)
-
-
-def _tags(meta: dict[str, Any]) -> str:
-    raw = meta.get("tags")
-    items = (
-        raw if isinstance(raw, list) else re.split(r"[,\s]+", raw) if isinstance(raw, str) else []
-    )
-    return ",".join(str(t).strip().lstrip("#").lower() for t in items if str(t).strip())
-
-
-def sections(body: str, first_line: int) -> Iterator[tuple[str, int, int, list[str]]]:
-    """(heading path, first line, last line, lines) per section; 1-based lines in the file.
-
-    A section runs from its heading to the line before the next heading; text before the first
-    heading is a section with an empty heading. Headings inside fenced code do not count.
-    """
-    lines = body.splitlines()
-    stack: list[tuple[int, str]] = []
-    start = 0
-    heading = ""
-    fence: str | None = None
-    for i, line in enumerate(lines):
-        m_fence = _FENCE.match(line)
-        if m_fence:
-            mark = m_fence.group(1)
-            if fence is None:
-                fence = mark[0] * 3
-            elif mark.startswith(fence):
-                fence = None
-            continue
-        if fence is not None:
-            continue
-        m = _HEADING.match(line)
-        if not m:
-            continue
-        if i > start or heading:
-            yield heading, first_line + start, first_line + i - 1, lines[start:i]
-        level = len(m.group(1))
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, m.group(2)))
-        heading = " > ".join(h for _, h in stack)
-        start = i
-    if start < len(lines) or heading:
-        yield (
-            heading,
-            first_line + start,
-            first_line + max(len(lines), start + 1) - 1,
-            lines[start:],
-        )
-
-
-def _passages(
-    heading: str, start: int, end: int, lines: list[str]
-) -> Iterator[tuple[str, int, int, str]]:
-    """Split a long section into passages of about PASSAGE_WORDS words, at line ends.
-
-    A passage ends early at a blank line when one is near. Passages overlap by
-    PASSAGE_OVERLAP lines so that two lines that belong together are seen together once.
-    """
-    counts = [len(line.split()) for line in lines]
-    if sum(counts) <= PASSAGE_WORDS * 3 // 2:
-        yield heading, start, end, "\n".join(lines)
-        return
-    i = 0
-    n = len(lines)
-    while i < n:
-        j, words = i, 0
-        while j < n and (words < PASSAGE_WORDS or j == i):
-            words += counts[j]
-            j += 1
-        if sum(counts[j:]) < PASSAGE_WORDS // 2:
-            j = n
-        yield heading, start + i, start + j - 1, "\n".join(lines[i:j])
-        if j >= n:
-            break
-        i = max(i + 1, j - PASSAGE_OVERLAP)
-
-
-def _entry_docs(rel: str, kind: str, text: str) -> list[Doc]:
-    """Log entries / decisions as one document each (superseded decisions hidden)."""
-    from vaultmem import log as log_mod
-
-    entries = log_mod.parse_entries(text)
-    replaced = {sup for e in entries if isinstance(sup := e.extra.get("supersedes"), str) and sup}
-    docs = []
-    for e in entries:
-        tags = e.extra.get("tags")
-        why = e.extra.get("why")
-        body = "\n".join(x for x in (e.body, why if isinstance(why, str) else "") if x)
-        hidden = e.id in replaced
-        docs.append(
-            Doc(
-                path=rel,
-                kind=kind,
-                title=e.summary,
-                heading=" · ".join(x for x in (e.channel, e.type) if x),
-                body=body,
-                line_start=e.line_start,
-                line_end=e.line_end,
-                tags=",".join(str(t).lower() for t in tags) if isinstance(tags, list) else "",
-                type=e.type,
-                agent=e.agent,
-                date=_iso_date(e.time),
-                id=e.id,
-                status="superseded" if hidden else "",
-                hidden=hidden,
-            )
-        )
-    return docs
-
-
-def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], list[tuple[str, str]]]:
-    """Parse one note's text into documents; problems are returned, never raised."""
-    problems: list[tuple[str, str]] = []
-    kind, agent = kind_of(rel)
-    note = notes.parse(text)
-    if note.error:
-        problems.append(("broken-frontmatter", f"{note.error}; indexed as plain text"))
-    meta = note.meta
-    stem = rel.rsplit("/", 1)[-1][:-3]
-    title = _text(meta.get("title") or meta.get("name")) or ""
-    aliases = _text(meta.get("aliases"))
-    desc = _text(meta.get("description"))
-    status = _text(meta.get("status")).strip().lower()
-    valid_until = _iso_date(meta.get("valid_until"))
-    day = _iso_date(meta.get("date") or meta.get("updated") or meta.get("created"))
-    if not day and mtime_ns:
-        day = datetime.fromtimestamp(mtime_ns / 1e9, UTC).date().isoformat()
-    common: dict[str, Any] = {
-        "path": rel,
-        "kind": kind,
-        "desc": desc,
-        "tags": _tags(meta),
-        "type": _text(meta.get("type")).strip().lower(),
-        "agent": _text(meta.get("agent")).strip() or agent,
-        "date": day,
-        "status": status,
-        "id": _text(meta.get("id")).strip(),
-        # an approved bank note became a memory: show the memory, not its proposal twice
-        "hidden": (kind in ("memory", "bank") and status in HIDDEN_STATUSES)
-        or (kind == "bank" and status == "approved"),
-        "valid_until": valid_until if kind in ("memory", "bank") else "",
-    }
-    if kind in ("log", "decision"):
-        try:
-            return _entry_docs(rel, kind, text), problems
-        except Exception as exc:  # a log we cannot parse is still indexed, as plain sections
-            problems.append(("unparsable-log", f"entries not parsed ({exc}); indexed as text"))
-    docs: list[Doc] = []
-    if not title:
-        for heading, _s, _e, _lines in sections(note.body, note.body_line):
-            if heading and "#" not in heading and " > " not in heading:
-                title = heading
-                break
-    title = title or stem
-    if aliases:
-        title = f"{title} {aliases}"
-    for heading, start, end, lines in sections(note.body, note.body_line):
-        if heading and not any(line.strip() for line in lines[1:]):
-            continue  # a heading with nothing under it: its words are in its children's path
-        parts = list(_passages(heading, start, end, lines))
-        if len(parts) > 1 and WHOLE_SECTIONS:
-            # the whole section too: its score says how much the section as a whole is about
-            # the query, the passages say where exactly
-            text = "\n".join(lines)
-            docs.append(
-                Doc(
-                    title=title,
-                    heading=heading,
-                    body=text,
-                    line_start=start,
-                    line_end=end,
-                    unit="whole",
-                    **common,
-                )
-            )
-        for p_heading, p_start, p_end, p_text in parts:
-            if not p_text.strip() and not p_heading:
-                continue
-            docs.append(
-                Doc(
-                    title=title,
-                    heading=p_heading,
-                    body=p_text,
-                    line_start=p_start,
-                    line_end=p_end,
-                    unit="passage" if len(parts) > 1 else "section",
-                    **common,
-                )
-            )
-    if not docs and (note.meta or title):
-        # frontmatter only (or an empty note): still findable by its name and properties
-        docs.append(Doc(title=title, heading="", body="", line_start=1, line_end=1, **common))
-    return docs, problems
-
-
-def read_documents(
-    vault: Vault, rel: str, max_bytes: int
-) -> tuple[list[Doc], list[tuple[str, str]], bytes] | None:
-    """Read and parse one file; None when it vanished. Returns the bytes read (for hashing)."""
-    path = vault.root / rel
-    try:
-        data, truncated = _read_prefix(path, max_bytes)
-        mtime_ns = path.stat().st_mtime_ns
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return [], [("unreadable", f"cannot read: {exc.strerror}")], b""
-    if b"\x00" in data[:BINARY_SNIFF]:
-        return [], [("binary", "binary content in a .md file: not indexed")], data
-    text, bad = _decode(data, truncated)
-    docs, problems = documents(rel, text, mtime_ns=mtime_ns)
-    if bad:
-        problems.insert(0, ("bad-encoding", bad))
-    if truncated:
-        problems.insert(
-            0,
-            ("truncated", f"larger than {max_bytes:,} bytes: only the first {max_bytes:,} indexed"),
-        )
-    return docs, problems, data
-
-
 # --- whoosh ---------------------------------------------------------------------------------
 
 
@@ -772,7 +448,7 @@ def _plan(
             # size and mtime match, but the file was written within one mtime tick of being
             # read: only its content can say whether it changed since
             try:
-                data, _ = _read_prefix(vault.root / rel, vault.config.recall.max_file_bytes)
+                data, _ = read_prefix(vault.root / rel, vault.config.recall.max_file_bytes)
             except OSError:
                 changed.append(rel)
                 continue

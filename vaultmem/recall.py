@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem import index
+from vaultmem.documents import KINDS
 from vaultmem.errors import UsageError
 from vaultmem.vault import Vault
 
@@ -140,8 +141,8 @@ def parse_query(
         if value:
             filters[key].append(value)
     for k in filters["kinds"]:
-        if k not in index.KINDS:
-            raise UsageError(f"unknown kind {k!r}", f"use one of: {', '.join(index.KINDS)}")
+        if k not in KINDS:
+            raise UsageError(f"unknown kind {k!r}", f"use one of: {', '.join(KINDS)}")
     since_value = ""
     if filters["since"]:
         since_value = max(filters["since"])
