@@ -480,38 +480,31 @@ def _memory_candidates(
     for fact in memory.list_facts(vault, include_inactive=include_inactive):
         if fact.agent is not None and fact.agent != agent:
             continue
-        sig = signature(fact.text or fact.description)
-        match = Match(
-            id=fact.id or fact.path,
-            kind="memory",
-            path=fact.path,
-            name=fact.name,
-            type=fact.type,
-            status=fact.status,
-            score=0.0,
-            conflict=False,
-            text=fact.text,
-        )
-        out.append(_Candidate(match, sig, vault.root / fact.path))
+        out.append(_candidate(vault, "memory", fact, fact.text or fact.description))
     return out
 
 
 def _bank_candidates(vault: Vault, agent: str) -> list[_Candidate]:
     out = []
     for fact in list_bank(vault, agent=agent, statuses=("pending", "rejected")):
-        match = Match(
-            id=fact.id,
-            kind="bank",
-            path=fact.path,
-            name=fact.name,
-            type=fact.type,
-            status=fact.status,
-            score=0.0,
-            conflict=False,
-            text=fact.text,
-        )
-        out.append(_Candidate(match, signature(fact.text), vault.root / fact.path))
+        out.append(_candidate(vault, "bank", fact, fact.text))
     return out
+
+
+def _candidate(vault: Vault, kind: str, fact: memory.Fact | BankFact, compare: str) -> _Candidate:
+    """A memory or bank fact as something retain compares a new text against."""
+    match = Match(
+        id=fact.id or fact.path,
+        kind=kind,
+        path=fact.path,
+        name=fact.name,
+        type=fact.type,
+        status=fact.status,
+        score=0.0,
+        conflict=False,
+        text=fact.text,
+    )
+    return _Candidate(match, signature(compare), vault.root / fact.path)
 
 
 def rank_matches(
