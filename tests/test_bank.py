@@ -330,8 +330,14 @@ def test_init_creates_review_page_and_retain_keeps_it_current(tmp_path: Path) ->
 
 
 def test_vault_without_review_page_is_left_alone(vault: Path) -> None:
+    (vault / "Review.md").unlink()  # a person deleted it: vaultmem does not bring it back
     bank.retain(_open(vault), "Marta is away", agent="ella", type_="user")
     assert not (vault / "Review.md").exists()
+
+
+def test_example_vault_review_page_lists_new_pending_facts(vault: Path) -> None:
+    res = bank.retain(_open(vault), "Marta is away until January", agent="ella", type_="user")
+    assert f"`{res.id}`" in (vault / "Review.md").read_text()
 
 
 # --- concurrency -------------------------------------------------------------------------------
