@@ -21,7 +21,7 @@ def scratch_vault(keys: bool = True) -> tuple[Path, dict[str, str]]:
     root = base / "vault"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".vaultmem"))
     # start from empty logs and no keys: the example's own entries would be foreign to this run
-    from vaultmem.scaffold import template
+    from vaultmem.app.scaffold import template
 
     for rel in ("nexus/live-context.md", "nexus/decisions.md"):
         (root / rel).write_text(template(rel), encoding="utf-8")
@@ -32,8 +32,8 @@ def scratch_vault(keys: bool = True) -> tuple[Path, dict[str, str]]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["VAULTMEM_HOME"] = env["VAULTMEM_HOME"]
     if keys:
-        from vaultmem import signing
-        from vaultmem.vault import Vault
+        from vaultmem.core.vault import Vault
+        from vaultmem.nexus import signing
 
         v = Vault.open(root)
         for agent in v.known_agents():

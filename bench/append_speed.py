@@ -28,8 +28,8 @@ app()
 
 WRITER = r"""
 import sys, time
-from vaultmem.vault import Vault
-from vaultmem.log import append
+from vaultmem.core.vault import Vault
+from vaultmem.nexus.log import append
 v = Vault.open(sys.argv[1])
 append(v, sys.argv[2], "warm-up", channel="load")  # imports, key load: not part of the rate
 start = time.time()
@@ -109,8 +109,9 @@ def _run_all(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
 
 
 def throughput(procs: int, appends: int) -> None:
-    from vaultmem import log, logcheck
-    from vaultmem.vault import Vault
+    from vaultmem.core.vault import Vault
+    from vaultmem.nexus import check as logcheck
+    from vaultmem.nexus import log
 
     root, env = scratch_vault()
     agents = Vault.open(root).known_agents()

@@ -21,8 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import scratch_vault
 
-from vaultmem import bank, notes
-from vaultmem.vault import Vault
+from vaultmem.bank import store as bank
+from vaultmem.core import notes
+from vaultmem.core.vault import Vault
 
 _VOCABULARY = (
     "booking slot capacity stripe webhook retry migration review staging deploy cache token "

@@ -20,8 +20,8 @@ from _common import median_ms, precompile, scratch_vault, timed
 
 
 def generate(root: Path, n: int) -> float:
-    from vaultmem import log, signing
-    from vaultmem.vault import Vault
+    from vaultmem.core.vault import Vault
+    from vaultmem.nexus import log, signing
 
     v = Vault.open(root)
     agents = v.known_agents()
@@ -94,7 +94,7 @@ def main() -> None:
     a, b = med.values()
     print(f"ratio big / small: {b / a:.2f}x (goal <= 1.5x)")
     # in-process, without start-up: the read itself
-    from vaultmem import log
+    from vaultmem.nexus import log
 
     for name, root in (("small", small), ("big", big)):
         t = time.perf_counter()

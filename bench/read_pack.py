@@ -22,7 +22,7 @@ AGENTS = [f"agent{i}" for i in range(10)]
 
 
 def make(n: int) -> tuple[Path, dict[str, str]]:
-    from vaultmem.scaffold import init_vault
+    from vaultmem.app.scaffold import init_vault
 
     base = Path(tempfile.mkdtemp(prefix="vaultmem-bench-read-"))
     env = dict(os.environ)

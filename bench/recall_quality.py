@@ -4,7 +4,7 @@
 
 Builds the LoCoMo vault with the data set's own converter (the data stays where it is; the
 vault goes to a temporary folder or --work), adds a `vaultmem.toml`, runs the 1,536 queries
-through `vaultmem.recall.recall` and scores the ranked note paths with the data set's
+through `vaultmem.recall.query.recall` and scores the ranked note paths with the data set's
 `score.py` (R@1, R@5, R@10, MRR@10, overall and per category).
 """
 
@@ -50,8 +50,8 @@ def main() -> None:
     ap.add_argument("--by-conv", action="store_true", help="also score per conversation")
     args = ap.parse_args()
 
-    from vaultmem.recall import recall
-    from vaultmem.vault import Vault
+    from vaultmem.core.vault import Vault
+    from vaultmem.recall.query import recall
 
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)

@@ -89,9 +89,9 @@ def touch_note(vault: Path, n: int) -> None:
 
 
 def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: float) -> None:
-    from vaultmem import index
-    from vaultmem.recall import recall
-    from vaultmem.vault import Vault
+    from vaultmem.core.vault import Vault
+    from vaultmem.recall import index
+    from vaultmem.recall.query import recall
 
     vault_dir = work / f"vault-{size}"
     if not (vault_dir / "vaultmem.toml").exists():
@@ -149,7 +149,7 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: floa
     qi = iter(range(10**6))
     warm = median_ms(lambda: recall(vault, QUERIES[next(qi) % len(QUERIES)]), runs * 3)
     with index.Searcher(vault) as s:
-        from vaultmem.recall import _search, parse_query
+        from vaultmem.recall.query import _search, parse_query
 
         parsed = [parse_query(q) for q in QUERIES]
         bare = median_ms(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vaultmem.vault import Vault
+from vaultmem.core.vault import Vault
 
 
 def open_vault(path: Path) -> Vault:
@@ -13,7 +13,7 @@ def open_vault(path: Path) -> Vault:
 
 def make_keys(path: Path, *agents: str) -> Vault:
     """example-vault ships without private keys: create them in the test's VAULTMEM_HOME."""
-    from vaultmem import signing
+    from vaultmem.nexus import signing
 
     v = Vault.open(path)
     for agent in agents or v.known_agents():
@@ -50,7 +50,7 @@ def fresh_vault(tmp_path: Path) -> Path:
     layer-3 tests start at 1 whatever example entries the example vault ships with."""
     import shutil
 
-    from vaultmem.scaffold import template
+    from vaultmem.app.scaffold import template
 
     example = Path(__file__).resolve().parent.parent / "example-vault"
     root = tmp_path / "vault"

@@ -13,11 +13,12 @@ from conftest import run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultmem import bank, notes
-from vaultmem.errors import SecretRefusedError, UnknownAgentError, UsageError
-from vaultmem.scaffold import init_vault
-from vaultmem.similarity import normalise, signature, similarity
-from vaultmem.vault import Vault
+from vaultmem.app.scaffold import init_vault
+from vaultmem.bank import store as bank
+from vaultmem.core import notes
+from vaultmem.core.errors import SecretRefusedError, UnknownAgentError, UsageError
+from vaultmem.core.similarity import normalise, signature, similarity
+from vaultmem.core.vault import Vault
 
 
 def _open(path: Path) -> Vault:
@@ -398,8 +399,8 @@ def test_read_helpers_stay_light(vault: Path) -> None:
     bank.retain(_open(vault), "Marta is away until January", agent="ella", type_="user")
     code = (
         "import sys\n"
-        "from vaultmem.vault import Vault\n"
-        "from vaultmem import bank\n"
+        "from vaultmem.core.vault import Vault\n"
+        "from vaultmem.bank import store as bank\n"
         f"v = Vault.open({str(vault)!r})\n"
         "b = bank.pending_block(v, 'ella', 'marta')\n"
         "assert b is not None and b.total == 1, b\n"
@@ -455,7 +456,7 @@ def test_similarity_is_bounded_and_reflexive(a: str, b: str) -> None:
 
 @given(st.text(min_size=1, max_size=300))
 def test_derive_name_is_always_a_valid_fact_name(text: str) -> None:
-    from vaultmem.memory import validate_fact_name
+    from vaultmem.memory.facts import validate_fact_name
 
     name = bank.derive_name(text)
     assert validate_fact_name(name) == name

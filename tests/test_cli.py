@@ -11,7 +11,7 @@ import pytest
 from _readonly import read_only
 from conftest import run_cli, run_proc
 
-from vaultmem.errors import (
+from vaultmem.core.errors import (
     EXIT_INTEGRITY,
     EXIT_NOT_FOUND,
     EXIT_USAGE,

@@ -10,8 +10,9 @@ import pytest
 from conftest import run_cli
 
 from tests._layer3_helpers import fresh_vault, make_keys
-from vaultmem import context, log
-from vaultmem.shared_state import decide, write_checkpoint
+from vaultmem.app import pack as context
+from vaultmem.nexus import log
+from vaultmem.nexus.shared_state import decide, write_checkpoint
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from vaultmem import documents, index
-from vaultmem.recall import recall
-from vaultmem.vault import Vault
+from vaultmem.core.vault import Vault
+from vaultmem.recall import documents, index
+from vaultmem.recall.query import recall
 
 
 def _v(path: Path) -> Vault:

@@ -17,8 +17,8 @@ from tests._fake_anthropic import (
     text_reply,
     tool_reply,
 )
-from vaultmem.config import LLMSettings
-from vaultmem.llm import chunk_lines
+from vaultmem.bank.extraction import chunk_lines
+from vaultmem.core.config import LLMSettings
 
 __all__ = ["fake_anthropic"]  # the fixture, imported for pytest
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
-from vaultmem import log
-from vaultmem.errors import SigningKeyMissingError, UsageError
+from vaultmem.core.errors import SigningKeyMissingError, UsageError
+from vaultmem.nexus import log
 
 
 @pytest.fixture

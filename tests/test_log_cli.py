@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
-from vaultmem import log
+from vaultmem.nexus import log
 
 
 @pytest.fixture

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
-from vaultmem import log, logcheck, signing
-from vaultmem.vault import Vault
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import check as logcheck
+from vaultmem.nexus import log, signing
 
 
 @pytest.fixture
@@ -239,7 +240,7 @@ def test_union_merge_of_two_machines_still_verifies(vault: Path, tmp_path: Path)
 
 
 def test_status_reports_a_torn_log_tail_cheaply(vault: Path) -> None:
-    from vaultmem.maintain import status
+    from vaultmem.app.status import status
 
     v = make_keys(vault, "ella")
     log.append(v, "ella", "fine")

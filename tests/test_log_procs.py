@@ -15,7 +15,8 @@ import pytest
 from conftest import run_proc
 
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
-from vaultmem import log, logcheck
+from vaultmem.nexus import check as logcheck
+from vaultmem.nexus import log
 
 
 @pytest.fixture
@@ -26,8 +27,8 @@ def vault(tmp_path: Path) -> Path:
 
 WRITER = r"""
 import sys
-from vaultmem.vault import Vault
-from vaultmem.log import append
+from vaultmem.core.vault import Vault
+from vaultmem.nexus.log import append
 v = Vault.open(sys.argv[1])
 agent, n, tag = sys.argv[2], int(sys.argv[3]), sys.argv[4]
 for i in range(n):

@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem import log
+from vaultmem.nexus import log
 
 # text rich in the characters that matter: markdown headings, comments, backslashes, newlines
 PIECES = st.sampled_from(

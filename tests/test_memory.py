@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem import memory, notes
-from vaultmem.errors import IntegrityError, NotFoundError, UsageError
-from vaultmem.maintain import status
-from vaultmem.vault import Vault
+from vaultmem.app.status import status
+from vaultmem.core import notes
+from vaultmem.core.errors import IntegrityError, NotFoundError, UsageError
+from vaultmem.core.vault import Vault
+from vaultmem.memory import facts as memory
 
 
 def open_v(path: Path) -> Vault:

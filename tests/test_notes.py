@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from _readonly import read_only
 
-from vaultmem import notes
-from vaultmem.errors import IntegrityError, NotWritableError
-from vaultmem.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core import notes
+from vaultmem.core.errors import IntegrityError, NotWritableError
+from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
 
 HUMAN = """---
 # my comment about this note

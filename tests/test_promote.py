@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, run_proc
 
-from vaultmem import bank, memory, notes, review
-from vaultmem.errors import ReviewRefusedError, UsageError
-from vaultmem.vault import Vault
+from vaultmem.bank import review
+from vaultmem.bank import store as bank
+from vaultmem.core import notes
+from vaultmem.core.errors import ReviewRefusedError, UsageError
+from vaultmem.core.vault import Vault
+from vaultmem.memory import facts as memory
 
 
 def _open(path: Path) -> Vault:
@@ -279,7 +282,7 @@ def test_apply_reports_self_approval_and_goes_on(vault: Path) -> None:
 
 
 def test_reviewing_updates_review_page(tmp_path: Path) -> None:
-    from vaultmem.scaffold import init_vault
+    from vaultmem.app.scaffold import init_vault
 
     root = tmp_path / "v"
     init_vault(root, agents=["ella"], reviewers=["chiara"])
@@ -298,7 +301,7 @@ def test_parse_age() -> None:
 
 def test_approved_decision_goes_on_the_decision_log(vault: Path) -> None:
     from tests._layer3_helpers import make_keys
-    from vaultmem.shared_state import list_decisions
+    from vaultmem.nexus.shared_state import list_decisions
 
     make_keys(vault, "ella")
     fid = _retain(vault, "Use Stripe Checkout rather than Elements for payments", "decision")

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from vaultmem import bank, notes
-from vaultmem.vault import Vault
+from vaultmem.bank import store as bank
+from vaultmem.core import notes
+from vaultmem.core.vault import Vault
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 

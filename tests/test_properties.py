@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vaultmem import notes
-from vaultmem.errors import PathOutsideVaultError, UsageError
-from vaultmem.memory import OWNED_KEYS, slugify, validate_fact_name
-from vaultmem.vault import Vault
+from vaultmem.core import notes
+from vaultmem.core.errors import PathOutsideVaultError, UsageError
+from vaultmem.core.vault import Vault
+from vaultmem.memory.facts import OWNED_KEYS, slugify, validate_fact_name
 
 KEY = st.text(
     alphabet=string.ascii_letters + string.digits + "_- ", min_size=1, max_size=12

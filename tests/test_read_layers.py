@@ -7,9 +7,9 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from vaultmem import bank
-from vaultmem.context import read_pack
-from vaultmem.vault import Vault
+from vaultmem.app.pack import read_pack
+from vaultmem.bank import store as bank
+from vaultmem.core.vault import Vault
 
 
 def test_query_adds_recall_hits_with_provenance(vault: Path) -> None:
@@ -68,8 +68,8 @@ def test_query_hits_never_show_another_agents_private_notes(vault: Path) -> None
 
 
 def test_approved_bank_note_leaves_recall_once_it_is_memory(vault: Path) -> None:
-    from vaultmem.recall import recall
-    from vaultmem.review import approve
+    from vaultmem.bank.review import approve
+    from vaultmem.recall.query import recall
 
     v = Vault.open(vault)
     res = bank.retain(v, "The quokka endpoint returns 418 on purpose", agent="ella", type_="fact")

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from vaultmem import index
-from vaultmem.errors import LockTimeoutError, UsageError
-from vaultmem.locking import exclusive
-from vaultmem.recall import parse_query, recall
-from vaultmem.vault import Vault
+from vaultmem.core.errors import LockTimeoutError, UsageError
+from vaultmem.core.locking import exclusive
+from vaultmem.core.vault import Vault
+from vaultmem.recall import index
+from vaultmem.recall.query import parse_query, recall
 
 
 def _v(path: Path) -> Vault:
@@ -180,8 +180,8 @@ def test_explain_lists_what_contributed(vault: Path) -> None:
 
 
 def test_log_entries_and_decisions_are_one_document_each(vault: Path) -> None:
-    from vaultmem import log, signing
-    from vaultmem.shared_state import decide
+    from vaultmem.nexus import log, signing
+    from vaultmem.nexus.shared_state import decide
 
     v = _v(vault)
     signing.create_key(v, "ella")

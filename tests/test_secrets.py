@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vaultmem.errors import ConfigError, SecretRefusedError
-from vaultmem.secrets import apply_policy, scan
+from vaultmem.core.errors import ConfigError, SecretRefusedError
+from vaultmem.core.secrets import apply_policy, scan
 
 SECRETS = [
     ("anthropic-key", "sk-ant-api03-" + "a1B2" * 10),

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
-from vaultmem import log, logcheck, shared_state
-from vaultmem.errors import EntryNotFoundError, UsageError
+from vaultmem.core.errors import EntryNotFoundError, UsageError
+from vaultmem.nexus import check as logcheck
+from vaultmem.nexus import log, shared_state
 
 
 @pytest.fixture
@@ -83,7 +84,7 @@ def test_checkpoint_crash_mid_write_leaves_old_or_new(vault: Path) -> None:
 
     make_keys(vault, "ella")
     script = (
-        "import sys\nfrom vaultmem.vault import Vault\nfrom vaultmem.shared_state import write_checkpoint\n"
+        "import sys\nfrom vaultmem.core.vault import Vault\nfrom vaultmem.nexus.shared_state import write_checkpoint\n"
         "v = Vault.open(sys.argv[1])\ni = 0\n"
         "while True:\n    i += 1\n    write_checkpoint(v, 'ella', ('version %d ' % i) * 2000, task='t%d' % i)\n"
     )

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
-from vaultmem import config, log, logcheck, signing
-from vaultmem.errors import IntegrityError
-from vaultmem.scaffold import init_vault
-from vaultmem.vault import Vault
+from vaultmem.app.scaffold import init_vault
+from vaultmem.core import config
+from vaultmem.core.errors import IntegrityError
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import check as logcheck
+from vaultmem.nexus import log, signing
 
 
 @pytest.fixture

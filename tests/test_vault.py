@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.config import Config, parse_config
-from vaultmem.errors import (
+from vaultmem.app.scaffold import init_vault, set_toml_names
+from vaultmem.core.config import Config, parse_config
+from vaultmem.core.errors import (
     ConfigError,
     PathOutsideVaultError,
     UnknownAgentError,
     UsageError,
     VaultNotFoundError,
 )
-from vaultmem.scaffold import init_vault, set_toml_names
-from vaultmem.vault import Vault, find_vault, validate_name
+from vaultmem.core.vault import Vault, find_vault, validate_name
 
 
 def test_find_vault_walks_up(vault: Path) -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem import index
-from vaultmem.recall import recall
-from vaultmem.vault import Vault
-from vaultmem.watch import WatchEvent, relevant, watch
+from vaultmem.core.vault import Vault
+from vaultmem.recall import index
+from vaultmem.recall.query import recall
+from vaultmem.recall.watch import WatchEvent, relevant, watch
 
 
 @pytest.fixture
@@ -86,8 +86,8 @@ def test_watch_picks_up_create_modify_move_delete(vault: Path, watching: list) -
 
 def _search(vault: Path, query: str) -> list:
     with index.Searcher(Vault.open(vault)) as s:
-        from vaultmem.recall import _search as search
-        from vaultmem.recall import parse_query
+        from vaultmem.recall.query import _search as search
+        from vaultmem.recall.query import parse_query
 
         return search(s, parse_query(query), limit=10, explain=False)
 

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from vaultmem.cli.io import emit, emit_json, open_vault, read_text_arg, warn
-from vaultmem.config import ENV_AGENT, ENV_VAULT
+from vaultmem.core.config import ENV_AGENT, ENV_VAULT
 
 __all__ = [
     "COMMON",

@@ -1,6 +1,6 @@
 """The one error boundary: every command runs inside `guarded`.
 
-It maps each VaultmemError to its exit code (see vaultmem.errors) and prints one `Error: …`
+It maps each VaultmemError to its exit code (see vaultmem.core.errors) and prints one `Error: …`
 line (plus a hint) on stderr; under `--json` it also prints
 `{"error": {"type", "message", "exit_code", "hint"}}` on stdout. `--debug` (anywhere on the
 line) or VAULTMEM_DEBUG=1 adds the traceback, never locals. No typer import here: the fast
@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable
 
 from vaultmem.cli.io import emit_json
-from vaultmem.config import env_debug
-from vaultmem.errors import EXIT_UNEXPECTED, EXIT_USAGE, EXIT_VAULT, VaultmemError
+from vaultmem.core.config import env_debug
+from vaultmem.core.errors import EXIT_UNEXPECTED, EXIT_USAGE, EXIT_VAULT, VaultmemError
 
 
 def split_flags(argv: list[str]) -> tuple[list[str], bool, bool]:

@@ -19,7 +19,7 @@ from vaultmem.cli.base import (
     read_text_arg,
     warn,
 )
-from vaultmem.config import ENV_REVIEWER
+from vaultmem.core.config import ENV_REVIEWER
 
 ReviewerOpt = Annotated[
     str | None,
@@ -114,7 +114,7 @@ def retain(
     its evidence count raised and the source appended. Secrets are redacted (or refused, exit 8).
     --from needs ANTHROPIC_API_KEY (exit 7 without it) and writes all facts or none.
     """
-    from vaultmem.errors import UsageError
+    from vaultmem.core.errors import UsageError
 
     v = open_vault(vault)
     who = v.require_agent(agent)
@@ -134,7 +134,7 @@ def retain(
             "retain needs --type",
             "one of: decision, fact, failure, preference, user, project, reference",
         )
-    from vaultmem.bank import retain as do_retain
+    from vaultmem.bank.store import retain as do_retain
 
     res = do_retain(
         v,
@@ -157,11 +157,11 @@ def retain(
 def _retain_from(
     v: Any, agent: str, path: str, source: str | None, tags: list[str], dry_run: bool, as_json: bool
 ) -> None:
-    from vaultmem.bank import Proposal, retain_many
-    from vaultmem.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
-    from vaultmem.errors import NotFoundError
-    from vaultmem.fsio import read_text
-    from vaultmem.llm import extract_facts
+    from vaultmem.bank.extraction import extract_facts
+    from vaultmem.bank.store import Proposal, retain_many
+    from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
+    from vaultmem.core.errors import NotFoundError
+    from vaultmem.core.fsio import read_text
 
     if path == "-":
         import sys
@@ -245,8 +245,8 @@ def promote(
         return
     import sys
 
-    from vaultmem.errors import UsageError
-    from vaultmem.review import resolve_reviewer
+    from vaultmem.bank.review import resolve_reviewer
+    from vaultmem.core.errors import UsageError
 
     v = open_vault(vault)
     who = resolve_reviewer(v, reviewer, acting_agent=agent)
@@ -274,9 +274,9 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List bank facts (default: the review queue), with the memories most like each."""
-    from vaultmem.bank import STATUSES, list_bank
-    from vaultmem.errors import UsageError
-    from vaultmem.review import QueueItem, review_queue
+    from vaultmem.bank.review import QueueItem, review_queue
+    from vaultmem.bank.store import STATUSES, list_bank
+    from vaultmem.core.errors import UsageError
 
     v = open_vault(vault)
     if status == "pending":
@@ -330,7 +330,7 @@ def approve(
     as_json: JsonOpt = False,
 ) -> None:
     """Turn a bank fact into a memory (note + MEMORY.md line). Exit 8 if an agent tries."""
-    from vaultmem.review import approve as do_approve
+    from vaultmem.bank.review import approve as do_approve
 
     decision = do_approve(
         open_vault(vault),
@@ -365,7 +365,7 @@ def reject(
     as_json: JsonOpt = False,
 ) -> None:
     """Reject a bank fact with a reason (kept as status: rejected). Exit 8 if an agent tries."""
-    from vaultmem.review import reject as do_reject
+    from vaultmem.bank.review import reject as do_reject
 
     decision = do_reject(open_vault(vault), fact_id, why=why, reviewer=reviewer, acting_agent=agent)
     if as_json:
@@ -386,7 +386,7 @@ def merge(
     as_json: JsonOpt = False,
 ) -> None:
     """Fold a bank fact into an existing memory (text appended, evidence summed)."""
-    from vaultmem.review import merge as do_merge
+    from vaultmem.bank.review import merge as do_merge
 
     decision = do_merge(open_vault(vault), fact_id, into, reviewer=reviewer, acting_agent=agent)
     if as_json:
@@ -410,7 +410,7 @@ def apply_(
 
     Exits 0 when everything was carried out, 5 when some notes could not be (listed, untouched).
     """
-    from vaultmem.review import apply as do_apply
+    from vaultmem.bank.review import apply as do_apply
 
     report = do_apply(open_vault(vault), reviewer=reviewer, acting_agent=agent, dry_run=dry_run)
     if as_json:
@@ -459,8 +459,8 @@ def prune(
     as_json: JsonOpt = False,
 ) -> None:
     """Move stale pending facts (and those past valid_until) to status: expired. Deletes nothing."""
-    from vaultmem.bank import prune as do_prune
-    from vaultmem.review import parse_age
+    from vaultmem.bank.review import parse_age
+    from vaultmem.bank.store import prune as do_prune
 
     days = parse_age(older_than) if older_than else None
     result = do_prune(open_vault(vault), older_than_days=days, agent=agent, dry_run=dry_run)

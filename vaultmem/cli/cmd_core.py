@@ -36,7 +36,7 @@ def init(
     Run it again to add an agent or a reviewer. The --agent option here names the agents to
     create (it may be repeated), unlike elsewhere where it names the acting agent.
     """
-    from vaultmem.scaffold import init_vault
+    from vaultmem.app.scaffold import init_vault
 
     target = path or vault or Path.cwd()
     result = init_vault(target, agents=agents or [], reviewers=reviewers or [], language=language)
@@ -102,7 +102,7 @@ def status(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
 
     Exits 0 even when problems are listed: status reports, `verify` judges.
     """
-    from vaultmem.maintain import status as vault_status
+    from vaultmem.app.status import status as vault_status
 
     report = vault_status(open_vault(vault))
     if as_json:
@@ -120,6 +120,6 @@ def mcp(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False
     There is no tool to approve, forget or write shared memory directly: agents propose,
     people decide. Needs the mcp extra: pip install 'vaultmem[mcp]'.
     """
-    from vaultmem.mcp_server import serve
+    from vaultmem.mcp.server import serve
 
     serve(vault, agent or "")

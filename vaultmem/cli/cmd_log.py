@@ -141,7 +141,7 @@ def log_cmd(
     if ctx.invoked_subcommand:
         return
     from vaultmem.cli.output_log import print_entries
-    from vaultmem.logread import read_log
+    from vaultmem.nexus.reading import read_log
 
     v = open_vault(vault)
     entries = read_log(v, tail=tail, since=since, agent=agent, channel=channel, type_=type_)
@@ -150,7 +150,7 @@ def log_cmd(
         return
     print_entries(entries, as_json=as_json)
     if follow:
-        from vaultmem.logread import follow as do_follow
+        from vaultmem.nexus.reading import follow as do_follow
 
         for batch in do_follow(v, agent=agent, channel=channel, type_=type_):
             print_entries(batch, as_json=as_json)
@@ -167,7 +167,7 @@ def log_rotate(
 ) -> None:
     """Move older entries to nexus/archive/live-context-YYYY-MM.md. Nothing is deleted;
     chains still verify across files."""
-    from vaultmem.logcheck import rotate
+    from vaultmem.nexus.check import rotate
 
     result = rotate(open_vault(vault), keep_days=keep_days)
     if as_json:
@@ -204,7 +204,7 @@ def decide(
     as_json: JsonOpt = False,
 ) -> None:
     """Record a decision in nexus/decisions.md (signed, never pruned) and announce it on the log."""
-    from vaultmem.shared_state import decide as do_decide
+    from vaultmem.nexus.shared_state import decide as do_decide
 
     result = do_decide(
         open_vault(vault),
@@ -236,7 +236,7 @@ def decisions(
     as_json: JsonOpt = False,
 ) -> None:
     """List active decisions, oldest first."""
-    from vaultmem.shared_state import list_decisions
+    from vaultmem.nexus.shared_state import list_decisions
 
     found = list_decisions(open_vault(vault), include_superseded=all_)
     if as_json:
@@ -276,7 +276,7 @@ def checkpoint(
     A crash mid-write leaves the old or the new checkpoint, never a mix; every version is
     kept in the journal (--history).
     """
-    from vaultmem import shared_state
+    from vaultmem.nexus import shared_state
 
     v = open_vault(vault)
     if history:
@@ -302,7 +302,7 @@ def checkpoint(
             emit_json(cp.to_dict())
             return
         if not cp.exists:
-            from vaultmem.errors import NotFoundError
+            from vaultmem.core.errors import NotFoundError
 
             raise NotFoundError(
                 f"{cp.agent} has no checkpoint yet ({cp.path})",
@@ -341,7 +341,7 @@ def state_cmd(
     """Print the project state."""
     if ctx.invoked_subcommand:
         return
-    from vaultmem.shared_state import read_state, state_sections
+    from vaultmem.nexus.shared_state import read_state, state_sections
 
     v = open_vault(vault)
     text = read_state(v)
@@ -374,7 +374,7 @@ def state_set(
     starts with '-' (a markdown list) goes after `--`, or on stdin with '-':
     vaultmem state set --agent ella -- Status "- done"
     """
-    from vaultmem.shared_state import set_state_section
+    from vaultmem.nexus.shared_state import set_state_section
 
     change = set_state_section(open_vault(vault), agent or "", section, read_text_arg(text))
     warn_redactions(change.redactions)
@@ -407,7 +407,7 @@ app.add_typer(keys_app, name="keys")
 def keys_create(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Make a new Ed25519 key pair for an agent: the private key in VAULTMEM_HOME (mode 0600),
     the public key in agents/<agent>/keys.md. Old keys stay listed so old entries verify."""
-    from vaultmem.signing import create_key
+    from vaultmem.nexus.signing import create_key
 
     v = open_vault(vault)
     info = create_key(v, v.require_agent(agent))
@@ -422,7 +422,7 @@ def keys_create(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt
 @keys_app.command("list", epilog=example("vaultmem keys list", "vaultmem keys list --json"))
 def keys_list(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Every registered public key, and whether this machine holds its private half."""
-    from vaultmem.signing import private_key_path, public_keys
+    from vaultmem.nexus.signing import private_key_path, public_keys
 
     v = open_vault(vault)
     keys = [k for k in public_keys(v).values() if agent is None or k.agent == agent]
@@ -445,11 +445,11 @@ def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
 
     Exit 5 and a report naming every edited, forged, reordered or missing entry.
     """
-    from vaultmem.logcheck import verify as do_verify
+    from vaultmem.nexus.check import verify as do_verify
 
     v = open_vault(vault)
     report = do_verify(v)
-    from vaultmem.maintain import identity_problems, memory_problems
+    from vaultmem.app.status import identity_problems, memory_problems
 
     other = [p for p in identity_problems(v) + memory_problems(v)]
     if as_json:
@@ -469,7 +469,7 @@ def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
 def repair(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Restore log entries an editor lost (from the journal, in time order), put back edited
     entries, set torn text aside; say what was done. Exit 5 if problems remain."""
-    from vaultmem.logcheck import repair as do_repair
+    from vaultmem.nexus.check import repair as do_repair
 
     report = do_repair(open_vault(vault))
     if as_json:

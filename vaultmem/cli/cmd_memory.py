@@ -60,7 +60,7 @@ def remember(
     as_json: JsonOpt = False,
 ) -> None:
     """Write one fact note and add its line to MEMORY.md."""
-    from vaultmem.memory import remember as do_remember
+    from vaultmem.memory.facts import remember as do_remember
 
     fact = do_remember(
         open_vault(vault),
@@ -92,7 +92,7 @@ def memories(
     as_json: JsonOpt = False,
 ) -> None:
     """List facts (shared and per agent), newest last."""
-    from vaultmem.memory import list_facts
+    from vaultmem.memory.facts import list_facts
 
     facts = list_facts(open_vault(vault), type_=type_, include_inactive=all_)
     if agent:
@@ -115,7 +115,7 @@ def forget(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a fact and its index line for good (the GDPR path). Exit 4 if unknown."""
-    from vaultmem.memory import forget as do_forget
+    from vaultmem.memory.facts import forget as do_forget
 
     result = do_forget(open_vault(vault), fact_id)
     if as_json:
@@ -141,7 +141,7 @@ def retract(
     as_json: JsonOpt = False,
 ) -> None:
     """Mark a fact retracted (kept, with the reason) and move its line under 'Retracted'."""
-    from vaultmem.memory import retract as do_retract
+    from vaultmem.memory.facts import retract as do_retract
 
     fact = do_retract(open_vault(vault), fact_id, why=why)
     if as_json:

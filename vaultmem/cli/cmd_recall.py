@@ -108,8 +108,8 @@ def index_cmd(
     Waits for another refresh to finish (exit 6 after the lock timeout). Lists the files it
     could not read cleanly; `vaultmem status` lists them too.
     """
-    from vaultmem import index
     from vaultmem.cli.base import open_vault
+    from vaultmem.recall import index
 
     v = open_vault(vault)
     if rebuild and not as_json:
@@ -151,8 +151,8 @@ def watch(
     import sys
 
     from vaultmem.cli.base import open_vault
-    from vaultmem.watch import WatchEvent
-    from vaultmem.watch import watch as do_watch
+    from vaultmem.recall.watch import WatchEvent
+    from vaultmem.recall.watch import watch as do_watch
 
     v = open_vault(vault)
 

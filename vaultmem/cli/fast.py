@@ -23,7 +23,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from vaultmem.config import ENV_NO_FAST, env, env_debug, home_dir
+from vaultmem.core.config import ENV_NO_FAST, env, env_debug, home_dir
 
 HOT = ("read", "append", "recall")
 _SPEC_VERSION = 1

@@ -23,7 +23,7 @@ def read(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    from vaultmem.context import commit_cursor, read_pack
+    from vaultmem.app.pack import commit_cursor, read_pack
 
     v = open_vault(vault)
     pack = read_pack(v, agent or "", budget=budget, peek=peek, query=query)
@@ -41,7 +41,7 @@ def read(
             out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
         emit("\n".join(out))
     sys.stdout.flush()  # the pack is out: only now do its entries count as read
-    from vaultmem.errors import VaultmemError
+    from vaultmem.core.errors import VaultmemError
 
     try:
         commit_cursor(v, pack)
@@ -65,7 +65,7 @@ def append(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    from vaultmem.log import append as do_append
+    from vaultmem.nexus.log import append as do_append
 
     result = do_append(
         open_vault(vault),
@@ -106,7 +106,7 @@ def recall(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    from vaultmem.recall import recall as do_recall
+    from vaultmem.recall.query import recall as do_recall
 
     result = do_recall(
         open_vault(vault),

@@ -9,7 +9,7 @@ from typing import Any
 
 
 def open_vault(vault: Path | None) -> Any:
-    from vaultmem.vault import Vault
+    from vaultmem.core.vault import Vault
 
     return Vault.open(vault)
 

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from vaultmem.maintain import StatusReport
-    from vaultmem.memory import Fact
+    from vaultmem.app.status import StatusReport
+    from vaultmem.memory.facts import Fact
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)

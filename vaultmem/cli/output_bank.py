@@ -19,8 +19,8 @@ from rich.table import Table
 from vaultmem.cli.output import err, out
 
 if TYPE_CHECKING:
-    from vaultmem.review import Decision, QueueItem
-    from vaultmem.vault import Vault
+    from vaultmem.bank.review import Decision, QueueItem
+    from vaultmem.core.vault import Vault
 
 KEYS = (
     "[bold]a[/]pprove  [bold]e[/]dit  [bold]m[/]erge  [bold]r[/]eject  [bold]s[/]kip  [bold]q[/]uit"
@@ -133,9 +133,9 @@ def interactive_review(vault: Vault, reviewer: str, *, to_stderr: bool = False) 
     `to_stderr` (under --json) keeps stdout for the JSON summary.
     """
     screen = err if to_stderr else out
-    from vaultmem import review
-    from vaultmem.config import ENV_EDITOR, env
-    from vaultmem.errors import VaultmemError
+    from vaultmem.bank import review
+    from vaultmem.core.config import ENV_EDITOR, env
+    from vaultmem.core.errors import VaultmemError
 
     queue = review.review_queue(vault)
     decisions: list[Decision] = []

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vaultmem.log import Entry
-    from vaultmem.logcheck import VerifyReport
-    from vaultmem.shared_state import Decision
+    from vaultmem.nexus.check import VerifyReport
+    from vaultmem.nexus.log import Entry
+    from vaultmem.nexus.shared_state import Decision
 
 
 def _w(text: str) -> None:

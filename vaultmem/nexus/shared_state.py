@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem import log
-from vaultmem.errors import EntryNotFoundError, UsageError
-from vaultmem.fsio import append_durable, atomic_write, create_exclusive, read_text
-from vaultmem.locking import exclusive, lock_path
-from vaultmem.vault import Vault
+from vaultmem.core.errors import EntryNotFoundError, UsageError
+from vaultmem.core.fsio import append_durable, atomic_write, create_exclusive, read_text
+from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import log
 
 TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_/\-]{0,39}$")
 MAX_SECTION = 80
@@ -80,7 +80,7 @@ def decide(
     tags: tuple[str, ...] | list[str] = (),
     channel: str = "decisions",
 ) -> DecideResult:
-    from vaultmem.secrets import apply_policy
+    from vaultmem.core.secrets import apply_policy
 
     agent = vault.require_agent(agent)
     why = log.normalize_body(why)
@@ -211,7 +211,7 @@ def _sections(body: str) -> dict[str, str]:
 
 
 def show_checkpoint(vault: Vault, agent: str) -> Checkpoint:
-    from vaultmem import notes
+    from vaultmem.core import notes
 
     agent = vault.require_agent(agent)
     path = vault.checkpoint(agent)
@@ -249,7 +249,7 @@ def write_checkpoint(
     next_steps: tuple[str, ...] | list[str] = (),
 ) -> tuple[Checkpoint, tuple[Any, ...]]:
     """Replace the agent's checkpoint atomically; keep this version in the journal."""
-    from vaultmem.secrets import apply_policy
+    from vaultmem.core.secrets import apply_policy
 
     agent = vault.require_agent(agent)
     policy = vault.config.secrets.policy
@@ -367,7 +367,7 @@ def _section_spans(lines: list[str]) -> list[tuple[str, int, int]]:
 
 def set_state_section(vault: Vault, agent: str, section: str, text: str) -> StateChange:
     """Replace the body of `## section` (created at the end if missing) and log who did it."""
-    from vaultmem.secrets import apply_policy
+    from vaultmem.core.secrets import apply_policy
 
     agent = vault.require_agent(agent)
     section = log.fold_summary(section).lstrip("#").strip()
@@ -393,7 +393,7 @@ def set_state_section(vault: Vault, agent: str, section: str, text: str) -> Stat
         lock_path(vault.state_dir, "project-state"), vault.config.log.lock_timeout, what="state"
     ):
         if not path.exists():
-            from vaultmem.scaffold import template
+            from vaultmem.app.scaffold import template
 
             create_exclusive(path, template("nexus/project-state.md"))
         old = read_text(path, what="project state")

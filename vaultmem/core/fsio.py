@@ -13,7 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
-from vaultmem.errors import IntegrityError, NotWritableError, VaultmemError
+from vaultmem.core.errors import IntegrityError, NotWritableError, VaultmemError
 
 TEMP_PREFIX = ".vaultmem-tmp-"
 

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem import bank, memory, notes
-from vaultmem.errors import ReviewRefusedError, UsageError, VaultmemError
-from vaultmem.fsio import atomic_write, read_text
-from vaultmem.similarity import normalise, signature
-from vaultmem.vault import Vault, validate_name
+from vaultmem.bank import store as bank
+from vaultmem.core import notes
+from vaultmem.core.errors import ReviewRefusedError, UsageError, VaultmemError
+from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.similarity import normalise, signature
+from vaultmem.core.vault import Vault, validate_name
+from vaultmem.memory import facts as memory
 
 REVIEWABLE = ("pending", "expired")
 
@@ -173,7 +175,7 @@ def _decision_log(
     """
     if fact.type != "decision":
         return None, None
-    from vaultmem.shared_state import TAG_RE, decide
+    from vaultmem.nexus.shared_state import TAG_RE, decide
 
     limit = vault.config.log.max_summary
     single = " ".join(fact.text.split())
@@ -400,7 +402,7 @@ def edit(
     clean = text.strip()
     if not clean:
         raise UsageError("the edited fact is empty", "nothing was changed")
-    from vaultmem.secrets import apply_policy
+    from vaultmem.core.secrets import apply_policy
 
     clean, _findings = apply_policy(clean, vault.config.secrets.policy, what="edited fact")
     with bank.bank_lock(vault):

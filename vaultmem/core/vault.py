@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from vaultmem.config import CONFIG_NAME, Config, load_config
-from vaultmem.errors import (
+from vaultmem.core.config import CONFIG_NAME, Config, load_config
+from vaultmem.core.errors import (
     PathOutsideVaultError,
     UnknownAgentError,
     UsageError,

@@ -21,9 +21,9 @@ from typing import Any
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
-from vaultmem import index
-from vaultmem.errors import LockTimeoutError
-from vaultmem.vault import STATE_DIR, Vault
+from vaultmem.core.errors import LockTimeoutError
+from vaultmem.core.vault import STATE_DIR, Vault
+from vaultmem.recall import index
 
 IGNORED_DIRS = frozenset({STATE_DIR, ".obsidian", ".git", ".trash"})
 HEARTBEAT_EVERY = 1.0

@@ -37,11 +37,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem.documents import Doc, kind_of, read_documents, read_prefix
-from vaultmem.errors import LockTimeoutError
-from vaultmem.fsio import atomic_write
-from vaultmem.locking import exclusive, lock_path, release, try_exclusive
-from vaultmem.vault import Vault
+from vaultmem.core.errors import LockTimeoutError
+from vaultmem.core.fsio import atomic_write
+from vaultmem.core.locking import exclusive, lock_path, release, try_exclusive
+from vaultmem.core.vault import Vault
+from vaultmem.recall.documents import Doc, kind_of, read_documents, read_prefix
 
 SCHEMA_VERSION = 6
 INDEX_DIR = "index"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.errors import ConfigError
+from vaultmem.core.errors import ConfigError
 
 ENV_VAULT = "VAULTMEM_VAULT"
 ENV_AGENT = "VAULTMEM_AGENT"

@@ -15,8 +15,8 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from vaultmem.errors import UnavailableError, UsageError, VaultmemError
-from vaultmem.vault import Vault
+from vaultmem.core.errors import UnavailableError, UsageError, VaultmemError
+from vaultmem.core.vault import Vault
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -70,7 +70,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         log entries from other agents since your last read, project state, memory indexes and
         your facts pending review. Call it before answering. `query` adds recall hits;
         `budget` caps the pack in tokens; `peek` leaves the new entries unread."""
-        from vaultmem.context import commit_cursor, read_pack
+        from vaultmem.app.pack import commit_cursor, read_pack
 
         v = vault()
         pack = read_pack(v, me, budget=budget, peek=peek, query=query)
@@ -88,7 +88,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         """Append one signed entry to the shared live-context log after a significant turn.
         `type`: note, handoff, fix, question, answer, decision, alert or ack; `channel`: a
         free word; `acks`: ids of entries this one acknowledges. Returns the entry."""
-        from vaultmem.log import append as do_append
+        from vaultmem.nexus.log import append as do_append
 
         result = do_append(
             vault(), me, summary, channel=channel, type_=type, body=body, acks=acks or []
@@ -104,7 +104,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     ) -> dict[str, Any]:
         """Entries of the live-context log, oldest first: the last `tail`, or all after the
         entry id or ISO time `since`; filter by author `agent`, `channel`, `type`."""
-        from vaultmem.logread import read_log
+        from vaultmem.nexus.reading import read_log
 
         entries = read_log(
             vault(),
@@ -127,7 +127,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         """Search the whole vault (notes, facts, log, decisions, checkpoints) with BM25F.
         Each hit has path, heading and line range. `kind`: memory, identity, log, decision,
         checkpoint, bank, state or note."""
-        from vaultmem.recall import recall as do_recall
+        from vaultmem.recall.query import recall as do_recall
 
         result = do_recall(
             vault(), query, limit=limit, kind=kind, type_=type, under=under, since=since
@@ -139,14 +139,14 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     ) -> dict[str, Any]:
         """Record a decision with its rationale on the decision log (and announce it on the
         live log). `supersedes`: the id of a decision this one replaces."""
-        from vaultmem.shared_state import decide as do_decide
+        from vaultmem.nexus.shared_state import decide as do_decide
 
         result = do_decide(vault(), me, text, why=why, supersedes=supersedes, tags=tags or ())
         return {**result.decision.to_dict(), "announcement": result.announcement.id}
 
     def decisions(all: bool = False) -> dict[str, Any]:
         """Active decisions, oldest first (`all`: superseded ones too, marked)."""
-        from vaultmem.shared_state import list_decisions
+        from vaultmem.nexus.shared_state import list_decisions
 
         found = list_decisions(vault(), include_superseded=all)
         return {"decisions": [d.to_dict() for d in found]}
@@ -156,7 +156,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     ) -> dict[str, Any]:
         """Save your working checkpoint (replaces the previous one; history is kept) so a new
         session resumes where this one stopped. Without `text`, return the current one."""
-        from vaultmem.shared_state import show_checkpoint, write_checkpoint
+        from vaultmem.nexus.shared_state import show_checkpoint, write_checkpoint
 
         if text is None:
             return dict(show_checkpoint(vault(), me).to_dict())
@@ -166,7 +166,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     def state(section: str | None = None, text: str | None = None) -> dict[str, Any]:
         """The project-state file. With `section` and `text`, replace that `## section`'s body
         (other sections and text people wrote stay) and log the change."""
-        from vaultmem.shared_state import read_state, set_state_section
+        from vaultmem.nexus.shared_state import read_state, set_state_section
 
         v = vault()
         if section is None:
@@ -186,7 +186,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         """Propose a fact worth keeping (decision, fact, failure, preference, user, project,
         reference) into your bank; a person reviews it before it becomes memory. Says
         inserted, duplicate <id> or may_supersede <id>."""
-        from vaultmem.bank import retain as do_retain
+        from vaultmem.bank.store import retain as do_retain
 
         result = do_retain(
             vault(),
@@ -201,14 +201,14 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
 
     def memories(type: str | None = None) -> dict[str, Any]:
         """Active facts in shared memory and this agent's own memory."""
-        from vaultmem.memory import list_facts
+        from vaultmem.memory.facts import list_facts
 
         facts = list_facts(vault(), type_=type, include_inactive=False)
         return {"facts": [f.to_dict() for f in facts if f.agent in (None, me)]}
 
     def status() -> dict[str, Any]:
         """Vault health: agents, facts by type, problems found."""
-        from vaultmem.maintain import status as vault_status
+        from vaultmem.app.status import status as vault_status
 
         return dict(vault_status(vault()).to_dict())
 

@@ -2,7 +2,7 @@
 
 No whoosh here: this module turns a file's text into `Doc`s (one per note section, with its
 heading path and 1-based line range; long sections also as passages; one per log entry and
-decision) and knows the vault layout's kinds. `vaultmem.index` stores and searches them.
+decision) and knows the vault layout's kinds. `vaultmem.recall.index` stores and searches them.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem import notes
-from vaultmem.vault import Vault
+from vaultmem.core import notes
+from vaultmem.core.vault import Vault
 
 BINARY_SNIFF = 8192
 
@@ -199,7 +199,7 @@ def _passages(
 
 def _entry_docs(rel: str, kind: str, text: str) -> list[Doc]:
     """Log entries / decisions as one document each (superseded decisions hidden)."""
-    from vaultmem import log as log_mod
+    from vaultmem.nexus import log as log_mod
 
     entries = log_mod.parse_entries(text)
     replaced = {sup for e in entries if isinstance(sup := e.extra.get("supersedes"), str) and sup}

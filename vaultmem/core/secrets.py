@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.errors import ConfigError, SecretRefusedError
+from vaultmem.core.errors import ConfigError, SecretRefusedError
 
 POLICIES = ("redact", "refuse")
 

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from vaultmem.errors import LockTimeoutError
-from vaultmem.fsio import write_error
+from vaultmem.core.errors import LockTimeoutError
+from vaultmem.core.fsio import write_error
 
 _POLL_START = 0.001
 _POLL_MAX = 0.05

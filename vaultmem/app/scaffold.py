@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from vaultmem.config import CONFIG_NAME, SUPPORTED_LANGUAGES, load_config, parse_config
-from vaultmem.errors import UsageError, VaultError
-from vaultmem.fsio import atomic_write, create_exclusive, read_text
-from vaultmem.memory import now_iso
-from vaultmem.vault import STATE_DIR, Vault, validate_name
+from vaultmem.core.config import CONFIG_NAME, SUPPORTED_LANGUAGES, load_config, parse_config
+from vaultmem.core.errors import UsageError, VaultError
+from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.vault import STATE_DIR, Vault, validate_name
+from vaultmem.memory.facts import now_iso
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,9 @@ class InitResult:
 
 
 def templates_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    packaged = here / "_templates"  # inside the wheel (hatch force-include)
-    return packaged if packaged.is_dir() else here.parent / "templates"
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "_templates"  # inside the wheel (hatch force-include)
+    return packaged if packaged.is_dir() else package.parent / "templates"
 
 
 def template(template_name: str, **values: str) -> str:
@@ -137,7 +137,11 @@ def init_vault(
             created.append(rel)
 
     make("Start.md", template("Start.md"))
-    from vaultmem.bank import REVIEW_PAGE, list_bank, review_page_text  # layer 2: pending facts
+    from vaultmem.bank.store import (  # layer 2: pending facts
+        REVIEW_PAGE,
+        list_bank,
+        review_page_text,
+    )
 
     make(REVIEW_PAGE, review_page_text(list_bank(vault)))
     make("memory/MEMORY.md", template("memory/MEMORY.md"))
@@ -153,7 +157,7 @@ def init_vault(
         )
         make(f"agents/{agent}/MEMORY.md", template("agent/MEMORY.md", name=agent))
     (root / STATE_DIR).mkdir(exist_ok=True)
-    from vaultmem.signing import ensure_key  # lazily: cryptography is only needed here
+    from vaultmem.nexus.signing import ensure_key  # lazily: cryptography is only needed here
 
     for agent in all_agents:
         # a key pair per agent; existing keys (and their keys.md lines) are never replaced

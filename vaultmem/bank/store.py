@@ -8,7 +8,7 @@ deterministic text similarity (no index, no model): the same answer on every mac
 Reading the bank for `vaultmem read` (`pending_for_read`, `pending_count`) scans frontmatter with a
 regular expression instead of YAML: it runs on every agent turn.
 
-Review (approve, reject, merge, apply) lives in `vaultmem.review`.
+Review (approve, reject, merge, apply) lives in `vaultmem.bank.review`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from vaultmem import memory, notes
-from vaultmem.errors import IntegrityError, NotFoundError, UsageError, VaultmemError
-from vaultmem.fsio import atomic_write, create_exclusive, read_text
-from vaultmem.locking import exclusive, lock_path
-from vaultmem.similarity import Signature, signature, similarity
-from vaultmem.vault import Vault
+from vaultmem.core import notes
+from vaultmem.core.errors import IntegrityError, NotFoundError, UsageError, VaultmemError
+from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.similarity import Signature, signature, similarity
+from vaultmem.core.vault import Vault
+from vaultmem.memory import facts as memory
 
 BANK_TYPES = ("decision", "fact", "failure", "preference", "user", "project", "reference")
 STATUSES = ("pending", "approved", "rejected", "expired")
@@ -582,7 +583,7 @@ def _validate(proposal: Proposal) -> Proposal:
 
 def _scrub(vault: Vault, proposal: Proposal) -> tuple[Proposal, tuple[str, ...]]:
     """Run every text field through the shared secret scanner (redact, or refuse: exit 8)."""
-    from vaultmem.secrets import apply_policy
+    from vaultmem.core.secrets import apply_policy
 
     policy = vault.config.secrets.policy
     kinds: list[str] = []

@@ -15,10 +15,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultmem import index
-from vaultmem.documents import KINDS
-from vaultmem.errors import UsageError
-from vaultmem.vault import Vault
+from vaultmem.core.errors import UsageError
+from vaultmem.core.vault import Vault
+from vaultmem.recall import index
+from vaultmem.recall.documents import KINDS
 
 _TOKEN = re.compile(r'(?:(\w+):)?"([^"]*)"?|(\S+)')
 FILTER_FIELDS = {

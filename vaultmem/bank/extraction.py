@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.bank import BANK_TYPES as FACT_TYPES
-from vaultmem.bank import MAX_TEXT, TAG_RE
-from vaultmem.config import ENV_ANTHROPIC_KEY, LLMSettings
-from vaultmem.errors import LLMError, UsageError
+from vaultmem.bank.store import BANK_TYPES as FACT_TYPES
+from vaultmem.bank.store import MAX_TEXT, TAG_RE
+from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
+from vaultmem.core.errors import LLMError, UsageError
 
 TOOL_NAME = "record_facts"
 MAX_QUOTE_LINES = 12

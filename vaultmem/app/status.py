@@ -9,9 +9,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultmem import memory, notes
-from vaultmem.errors import VaultmemError
-from vaultmem.vault import Vault
+from vaultmem.core import notes
+from vaultmem.core.errors import VaultmemError
+from vaultmem.core.vault import Vault
+from vaultmem.memory import facts as memory
 
 
 @dataclass(frozen=True)
@@ -123,10 +124,12 @@ def status(vault: Vault) -> StatusReport:
     by_type = Counter(f.type or "(none)" for f in facts)
     by_status = Counter(f.status for f in facts)
     problems = identity_problems(vault) + memory_problems(vault)
-    from vaultmem.logcheck import tail_problems  # layer 3: torn log tails (cheap, no crypto)
+    from vaultmem.nexus.check import tail_problems  # layer 3: torn log tails (cheap, no crypto)
 
     problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
-    from vaultmem.index import index_problems  # layer 4: read from the index (no whoosh import)
+    from vaultmem.recall.index import (
+        index_problems,  # layer 4: read from the index (no whoosh import)
+    )
 
     seen = {(p.path, p.kind) for p in problems}
     problems += [

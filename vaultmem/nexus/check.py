@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from vaultmem import log
-from vaultmem.fsio import append_durable, atomic_write
-from vaultmem.locking import exclusive
-from vaultmem.vault import Vault
+from vaultmem.core.fsio import append_durable, atomic_write
+from vaultmem.core.locking import exclusive
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import log
 
 PROBLEM_KINDS = (
     "edited",  # hash does not match the entry's text: changed after it was written
@@ -87,7 +87,7 @@ class RotateResult:
 def _verify_log(
     vault: Vault, log_name: str, keys: dict[str, Any]
 ) -> tuple[dict[str, int], list[LogProblem]]:
-    from vaultmem import signing
+    from vaultmem.nexus import signing
 
     problems: list[LogProblem] = []
     checked: dict[str, int] = {}
@@ -245,7 +245,7 @@ def _verify_log(
 
 def verify(vault: Vault) -> VerifyReport:
     """Check every entry's hash, signature and chain in both logs; report every problem."""
-    from vaultmem import signing
+    from vaultmem.nexus import signing
 
     keys = signing.public_keys(vault)
     checked: dict[str, int] = {}
@@ -354,7 +354,7 @@ def _archive_header(month: str) -> str:
 
 def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) -> RotateResult:
     """Move live-log entries older than `keep_days` to nexus/archive/live-context-YYYY-MM.md."""
-    from vaultmem.errors import UsageError
+    from vaultmem.core.errors import UsageError
 
     if keep_days < 0:
         raise UsageError("--keep-days must be 0 or more", "e.g. --keep-days 30")

@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem import notes
-from vaultmem.errors import IntegrityError, NotFoundError, UsageError, VaultmemError
-from vaultmem.fsio import atomic_write, create_exclusive, read_text
-from vaultmem.locking import exclusive, lock_path
-from vaultmem.vault import Vault
+from vaultmem.core import notes
+from vaultmem.core.errors import IntegrityError, NotFoundError, UsageError, VaultmemError
+from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.vault import Vault
 
 FACT_TYPES = (
     "user",

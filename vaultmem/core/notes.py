@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.errors import IntegrityError
-from vaultmem.fsio import read_text
+from vaultmem.core.errors import IntegrityError
+from vaultmem.core.fsio import read_text
 
 _KEY_LINE = re.compile(
     r"""^(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#\-?:'"{}\[\],&*!|>%@`][^:#]*?|-[^\s:][^:#]*?)\s*:(?:\s|$)"""

@@ -25,11 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem import config
-from vaultmem.errors import IntegrityError, VaultmemError
-from vaultmem.fsio import atomic_write, read_text
-from vaultmem.locking import exclusive, lock_path
-from vaultmem.vault import Vault, validate_name
+from vaultmem.core import config
+from vaultmem.core.errors import IntegrityError, VaultmemError
+from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.vault import Vault, validate_name
 
 KEYS_FILE = "keys.md"
 SIG_DOMAIN = b"vaultmem-entry-v1\n"

@@ -8,9 +8,9 @@ import time as _time
 from collections.abc import Iterator
 from dataclasses import replace
 
-from vaultmem import log
-from vaultmem.errors import EntryNotFoundError, UsageError
-from vaultmem.vault import Vault
+from vaultmem.core.errors import EntryNotFoundError, UsageError
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import log
 
 DEFAULT_TAIL = 20
 _TIME_RE = re.compile(r"^\d{4}-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,6})?)?)?)?)?Z?$")

@@ -37,14 +37,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem.errors import (
+from vaultmem.core.errors import (
     SigningKeyMissingError,
     UsageError,
     VaultmemError,
 )
-from vaultmem.fsio import append_durable, fsync_dir
-from vaultmem.locking import exclusive, lock_path
-from vaultmem.vault import Vault
+from vaultmem.core.fsio import append_durable, fsync_dir
+from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.vault import Vault
 
 FORMAT_VERSION = 1
 LOGS = ("live", "decisions")
@@ -643,7 +643,7 @@ def prepare_text(
     vault: Vault, summary: str, body: str, *, what: str = "entry"
 ) -> tuple[str, str, tuple[Any, ...]]:
     """Fold and cap the summary, normalise and cap the body, apply the secrets policy."""
-    from vaultmem.secrets import apply_policy
+    from vaultmem.core.secrets import apply_policy
 
     settings = vault.config.log
     summary = fold_summary(summary)
@@ -690,7 +690,7 @@ def append(
         raise UsageError(f"invalid entry time {time!r}", "use UTC like 2026-11-29T15:20:01.123Z")
     summary, body, found = prepare_text(vault, summary, body)
     warnings = unknown_acks(vault, acks) if acks else []
-    from vaultmem import signing
+    from vaultmem.nexus import signing
 
     signer = signing.signer_for(vault, agent)
     if signer is None and vault.config.log.require_signatures:
@@ -757,8 +757,8 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
     block = render(entry).encode("utf-8")
     if not path.exists():
         # someone deleted the file: start it again from the template (never overwrites)
-        from vaultmem.fsio import create_exclusive
-        from vaultmem.scaffold import template
+        from vaultmem.app.scaffold import template
+        from vaultmem.core.fsio import create_exclusive
 
         create_exclusive(path, template(f"nexus/{path.name}"))
     append_durable(path, block)
