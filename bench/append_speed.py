@@ -17,6 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median_ms, precompile, scratch_vault, timed
 
+from vaultmem.nexus.entry import read_file
+
 TRIVIAL = """
 import typer
 app = typer.Typer()
@@ -111,7 +113,6 @@ def _run_all(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
 def throughput(procs: int, appends: int) -> None:
     from vaultmem.core.vault import Vault
     from vaultmem.nexus import check as logcheck
-    from vaultmem.nexus import log
 
     root, env = scratch_vault()
     agents = Vault.open(root).known_agents()
@@ -121,7 +122,7 @@ def throughput(procs: int, appends: int) -> None:
     ]
     wall, span = _run_all(cmds, env)
     v = Vault.open(root)
-    parsed = log.read_file(v.live_context)
+    parsed = read_file(v.live_context)
     total = procs * appends
     ok = len(parsed.entries) == total + procs and not parsed.fragments
     print(

@@ -15,13 +15,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from vaultmem.nexus import entry, reading
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median_ms, precompile, scratch_vault, timed
 
 
 def generate(root: Path, n: int) -> float:
     from vaultmem.core.vault import Vault
-    from vaultmem.nexus import log, signing
+    from vaultmem.nexus import signing
 
     v = Vault.open(root)
     agents = v.known_agents()
@@ -36,8 +38,8 @@ def generate(root: Path, n: int) -> float:
         for i in range(n):
             agent = agents[i % len(agents)]
             seqs[agent] += 1
-            e = log.Entry(
-                id=log.entry_id(agent, seqs[agent], "live"),
+            e = entry.Entry(
+                id=entry.entry_id(agent, seqs[agent], "live"),
                 agent=agent,
                 seq=seqs[agent],
                 time=f"2026-{1 + i * 11 // n:02d}-01T00:00:{i % 60:02d}.000Z",
@@ -50,7 +52,7 @@ def generate(root: Path, n: int) -> float:
             )
             e = replace(e, hash=e.compute_hash(), sig=sig)
             heads[agent] = e.hash
-            buf.append(log.render(e))
+            buf.append(entry.render(e))
             if len(buf) >= 10_000:
                 fh.write("".join(buf))
                 buf.clear()
@@ -94,12 +96,11 @@ def main() -> None:
     a, b = med.values()
     print(f"ratio big / small: {b / a:.2f}x (goal <= 1.5x)")
     # in-process, without start-up: the read itself
-    from vaultmem.nexus import log
 
     for name, root in (("small", small), ("big", big)):
         t = time.perf_counter()
         for _ in range(50):
-            log.tail(root / "nexus/live-context.md", 20)
+            reading.last_entries(root / "nexus/live-context.md", 20)
         print(f"  library tail(20) on {name}: {(time.perf_counter() - t) / 50 * 1000:.2f} ms")
     for root in (small, big):
         shutil.rmtree(root.parent, ignore_errors=True)

@@ -12,7 +12,8 @@ from conftest import run_cli
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.app import pack as context
 from vaultmem.nexus import log
-from vaultmem.nexus.shared_state import decide, write_checkpoint
+from vaultmem.nexus.checkpoints import write_checkpoint
+from vaultmem.nexus.decisions import decide
 
 
 @pytest.fixture

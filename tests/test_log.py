@@ -9,7 +9,7 @@ import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core.errors import SigningKeyMissingError, UsageError
-from vaultmem.nexus import log
+from vaultmem.nexus import entry, log, reading
 
 
 @pytest.fixture
@@ -25,11 +25,11 @@ def test_append_then_parse_round_trips_every_field(vault: Path) -> None:
         v, "ella", "Webhook retries are idempotent", channel="backend", type_="fix", body=body
     )
     assert r.entry.id == "ella.1" and r.entry.seq == 1 and r.entry.prev is None
-    entries = log.parse_entries(v.live_context.read_text(encoding="utf-8"))
+    entries = entry.parse_entries(v.live_context.read_text(encoding="utf-8"))
     assert len(entries) == 1
     e = entries[0]
     assert e.to_dict() == r.entry.to_dict()
-    assert set(e.to_dict()) == set(log.CONTRACT_KEYS)
+    assert set(e.to_dict()) == set(entry.CONTRACT_KEYS)
     assert e.hash == e.compute_hash() == r.entry.hash
     assert e.key == r.entry.key and e.sig == r.entry.sig
     text = v.live_context.read_text(encoding="utf-8").splitlines()
@@ -59,16 +59,16 @@ def test_injection_in_summary_and_body_stays_inside_one_entry(vault: Path) -> No
     v = make_keys(vault, "ella")
     r = log.append(v, "ella", INJECT_SUMMARY, body=INJECT_BODY)
     text = v.live_context.read_text(encoding="utf-8")
-    entries = log.parse_entries(text)
+    entries = entry.parse_entries(text)
     assert [e.id for e in entries] == ["ella.1"]
     assert entries[0].summary == INJECT_SUMMARY.replace('\\"', '"')
     assert entries[0].body == INJECT_BODY
     assert entries[0].hash == entries[0].compute_hash() == r.entry.hash
     # nothing in the file starts a header or metadata line except the real ones
     lines = text.splitlines()
-    assert sum(1 for ln in lines if log.HEADER_RE.match(ln)) == 1
+    assert sum(1 for ln in lines if entry.HEADER_RE.match(ln)) == 1
     assert sum(1 for ln in lines if ln.startswith("<!-- vaultmem ")) == 1
-    assert next(iter(log.iter_reverse(v.live_context))).body == INJECT_BODY
+    assert next(iter(reading.iter_reverse(v.live_context))).body == INJECT_BODY
 
 
 def test_summary_is_folded_to_one_line_and_capped(vault: Path) -> None:
@@ -106,19 +106,19 @@ def test_unsigned_append_is_refused_with_a_hint(vault: Path) -> None:
 def test_torn_last_entry_is_set_aside_and_next_append_is_whole(vault: Path) -> None:
     v = make_keys(vault, "ella")
     log.append(v, "ella", "first")
-    block = log.render(log.append(v, "ella", "second").entry)
+    block = entry.render(log.append(v, "ella", "second").entry)
     # simulate power loss mid-write: the second entry's block is cut in the metadata line
     data = v.live_context.read_bytes()
     v.live_context.write_bytes(data[: len(data) - 40])
-    parsed = log.read_file(v.live_context)
+    parsed = entry.read_file(v.live_context)
     assert [e.id for e in parsed.entries] == ["ella.1"]
     assert [f.kind for f in parsed.fragments] == ["torn"]
     assert "second" in parsed.fragments[0].text
-    assert [e.id for e in log.iter_reverse(v.live_context)] == ["ella.1"]
+    assert [e.id for e in reading.iter_reverse(v.live_context)] == ["ella.1"]
     # the next append never merges with the torn bytes; seq continues after the journal's ella.2
     third = log.append(v, "ella", "third").entry
     assert third.seq == 3
-    parsed = log.read_file(v.live_context)
+    parsed = entry.read_file(v.live_context)
     assert [e.id for e in parsed.entries] == ["ella.1", "ella.3"]
     assert len(block) > 40
 
@@ -127,13 +127,13 @@ def test_tail_reads_from_the_end_with_filters(vault: Path) -> None:
     v = make_keys(vault, "ella", "lyra")
     for i in range(30):
         log.append(v, "ella" if i % 3 else "lyra", f"entry {i}", channel="c" if i % 2 else "d")
-    last = log.tail(v.live_context, 5)
+    last = reading.last_entries(v.live_context, 5)
     assert [e.summary for e in last] == [f"entry {i}" for i in range(25, 30)]
-    lyra = log.tail(v.live_context, 3, agent="lyra")
+    lyra = reading.last_entries(v.live_context, 3, agent="lyra")
     assert [e.summary for e in lyra] == ["entry 21", "entry 24", "entry 27"]
-    both = log.tail(v.live_context, 2, agent="ella", channel="d")
+    both = reading.last_entries(v.live_context, 2, agent="ella", channel="d")
     assert [e.summary for e in both] == ["entry 26", "entry 28"]
-    assert log.tail(v.live_context, 0) == []
+    assert reading.last_entries(v.live_context, 0) == []
 
 
 def test_iter_reverse_crosses_chunk_boundaries(vault: Path) -> None:
@@ -141,7 +141,7 @@ def test_iter_reverse_crosses_chunk_boundaries(vault: Path) -> None:
     big = "word " * 3000
     for i in range(12):
         log.append(v, "ella", f"n{i}", body=big if i % 2 else "")
-    rev = list(log.iter_reverse(v.live_context, chunk=512))
+    rev = list(reading.iter_reverse(v.live_context, chunk=512))
     assert [e.summary for e in rev] == [f"n{i}" for i in reversed(range(12))]
     assert all(e.hash == e.compute_hash() for e in rev)
 
@@ -152,9 +152,9 @@ def test_people_text_between_entries_is_ignored(vault: Path) -> None:
     with open(v.live_context, "a", encoding="utf-8") as fh:
         fh.write("\n### A heading Chiara wrote\n\nSome notes of hers.\n")
     log.append(v, "ella", "two")
-    entries = log.read_file(v.live_context).entries
+    entries = entry.read_file(v.live_context).entries
     assert [e.summary for e in entries] == ["one", "two"]
-    assert [e.summary for e in log.iter_reverse(v.live_context)] == ["two", "one"]
+    assert [e.summary for e in reading.iter_reverse(v.live_context)] == ["two", "one"]
 
 
 def test_metadata_comment_cannot_be_closed_early(vault: Path) -> None:
@@ -164,7 +164,7 @@ def test_metadata_comment_cannot_be_closed_early(vault: Path) -> None:
     ).entry
     line = next(ln for ln in v.live_context.read_text().splitlines() if ln.startswith("<!-- vault"))
     assert line.count("-->") == 1
-    parsed = log.parse_entries(v.live_context.read_text())[0]
+    parsed = entry.parse_entries(v.live_context.read_text())[0]
     assert parsed.extra == {"why": "because --> <!-- x"} and parsed.hash == e.hash
     assert parsed.to_dict()["why"] == "because --> <!-- x"
 
@@ -191,4 +191,4 @@ def test_an_explicit_time_must_be_utc_iso(vault: Path) -> None:
     with pytest.raises(UsageError, match="invalid entry time"):
         log.append(v, "ella", "x", time="yesterday")
     e = log.append(v, "ella", "x", time="2026-01-02T03:04:05.006Z").entry
-    assert log.parse_entries(v.live_context.read_text())[0].time == e.time
+    assert entry.parse_entries(v.live_context.read_text())[0].time == e.time

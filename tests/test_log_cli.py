@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
-from vaultmem.nexus import log
+from vaultmem.nexus import entry
 
 
 @pytest.fixture
@@ -190,7 +190,7 @@ def test_decide_decisions_and_supersede(vault: Path) -> None:
         ).exit_code
         == 4
     )
-    live = log.read_file(vault / "nexus/live-context.md").entries
+    live = entry.read_file(vault / "nexus/live-context.md").entries
     assert [e.type for e in live] == ["decision", "decision"]
     assert live[1].extra["decision"] == "lyra.d1"
     assert cli(vault, "verify").exit_code == 0

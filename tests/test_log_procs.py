@@ -16,7 +16,7 @@ from conftest import run_proc
 
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
 from vaultmem.nexus import check as logcheck
-from vaultmem.nexus import log
+from vaultmem.nexus import entry, log
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_eight_processes_append_at_once_and_lose_nothing(vault: Path) -> None:
         assert p.returncode == 0, err
         acknowledged += out.split()
     assert len(acknowledged) == 8 * n
-    parsed = log.read_file(v.live_context)
+    parsed = entry.read_file(v.live_context)
     assert parsed.fragments == ()
     ids = [e.id for e in parsed.entries]
     assert sorted(ids) == sorted(acknowledged) and len(set(ids)) == len(ids)
@@ -97,7 +97,7 @@ def test_writers_killed_with_sigkill_leave_whole_entries(vault: Path) -> None:
             # only whole lines were acknowledged (printed after append returned)
             acknowledged += [first, *(ln for ln in out.split("\n")[:-1] if ln)]
     assert len(acknowledged) > 8
-    parsed = log.read_file(v.live_context)
+    parsed = entry.read_file(v.live_context)
     assert parsed.fragments == ()
     present = {e.id for e in parsed.entries}
     assert set(acknowledged) <= present
@@ -199,7 +199,7 @@ def test_two_agents_set_different_state_sections_at_once(vault: Path) -> None:
     assert "## Frontend\n\nlyra was here\n" in text
     assert text.count("## Backend") == 1 and text.count("## Frontend") == 1
     assert "Launch Orbit" in text  # the Goal section a person wrote is untouched
-    entries = log.read_file(vault / "nexus/live-context.md").entries
+    entries = entry.read_file(vault / "nexus/live-context.md").entries
     assert len([e for e in entries if e.type == "state"]) == 6
 
 

@@ -8,7 +8,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.nexus import log
+from vaultmem.nexus import entry as fmt  # `entry` names the helper below
+from vaultmem.nexus import reading
 
 # text rich in the characters that matter: markdown headings, comments, backslashes, newlines
 PIECES = st.sampled_from(
@@ -17,16 +18,16 @@ PIECES = st.sampled_from(
 TEXT = st.lists(st.one_of(PIECES, st.text(max_size=8)), max_size=25).map("".join)
 
 
-def entry(summary: str, body: str) -> log.Entry:
-    e = log.Entry(
+def entry(summary: str, body: str) -> fmt.Entry:
+    e = fmt.Entry(
         id="ella.1",
         agent="ella",
         seq=1,
         time="2026-11-29T15:00:00.000Z",
         channel="c",
         type="note",
-        summary=log.fold_summary(summary) or "x",
-        body=log.normalize_body(body),
+        summary=fmt.fold_summary(summary) or "x",
+        body=fmt.normalize_body(body),
         extra={"why": body},
     )
     return replace(e, hash=e.compute_hash())
@@ -37,7 +38,7 @@ def entry(summary: str, body: str) -> log.Entry:
 def test_any_text_round_trips_as_exactly_one_entry(summary: str, body: str) -> None:
     e = entry(summary, body)
     before = "# Live context\n\nsome text a person wrote\n"
-    parsed = log.parse_bytes((before + log.render(e) + log.render(e)).encode())
+    parsed = fmt.parse_bytes((before + fmt.render(e) + fmt.render(e)).encode())
     assert parsed.fragments == ()
     assert len(parsed.entries) == 2
     got = parsed.entries[0]
@@ -54,8 +55,8 @@ def test_reading_from_the_end_agrees_with_reading_from_the_top(summary: str, bod
     blocks = [entry(summary + str(i), body) for i in range(3)]
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "live.md"
-        path.write_text("intro\n" + "".join(log.render(b) for b in blocks), encoding="utf-8")
-        rev = list(log.iter_reverse(path, chunk=64))
+        path.write_text("intro\n" + "".join(fmt.render(b) for b in blocks), encoding="utf-8")
+        rev = list(reading.iter_reverse(path, chunk=64))
     assert [(e.summary, e.body) for e in reversed(rev)] == [(b.summary, b.body) for b in blocks]
 
 

@@ -301,7 +301,7 @@ def test_parse_age() -> None:
 
 def test_approved_decision_goes_on_the_decision_log(vault: Path) -> None:
     from tests._layer3_helpers import make_keys
-    from vaultmem.nexus.shared_state import list_decisions
+    from vaultmem.nexus.decisions import list_decisions
 
     make_keys(vault, "ella")
     fid = _retain(vault, "Use Stripe Checkout rather than Elements for payments", "decision")

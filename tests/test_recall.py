@@ -181,7 +181,7 @@ def test_explain_lists_what_contributed(vault: Path) -> None:
 
 def test_log_entries_and_decisions_are_one_document_each(vault: Path) -> None:
     from vaultmem.nexus import log, signing
-    from vaultmem.nexus.shared_state import decide
+    from vaultmem.nexus.decisions import decide
 
     v = _v(vault)
     signing.create_key(v, "ella")

@@ -175,7 +175,7 @@ def _decision_log(
     """
     if fact.type != "decision":
         return None, None
-    from vaultmem.nexus.shared_state import TAG_RE, decide
+    from vaultmem.nexus.decisions import decide
 
     limit = vault.config.log.max_summary
     single = " ".join(fact.text.split())
@@ -184,9 +184,8 @@ def _decision_log(
     if summary != single:
         why += f"\n\n{fact.text}"
     try:
-        result = decide(
-            vault, fact.author, summary, why=why, tags=[t for t in fact.tags if TAG_RE.match(t)]
-        )
+        # bank tags and decision tags share one grammar (core.tags): none is dropped here
+        result = decide(vault, fact.author, summary, why=why, tags=fact.tags)
     except VaultmemError as exc:
         return None, f"approved, but no decision-log entry was written: {exc}"
     return result.decision.id, None

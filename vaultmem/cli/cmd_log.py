@@ -24,6 +24,7 @@ from vaultmem.cli.base import (
     warn,
 )
 from vaultmem.cli.hot import warn_redactions
+from vaultmem.nexus import checkpoints
 
 
 @app.command(
@@ -204,7 +205,7 @@ def decide(
     as_json: JsonOpt = False,
 ) -> None:
     """Record a decision in nexus/decisions.md (signed, never pruned) and announce it on the log."""
-    from vaultmem.nexus.shared_state import decide as do_decide
+    from vaultmem.nexus.decisions import decide as do_decide
 
     result = do_decide(
         open_vault(vault),
@@ -236,7 +237,7 @@ def decisions(
     as_json: JsonOpt = False,
 ) -> None:
     """List active decisions, oldest first."""
-    from vaultmem.nexus.shared_state import list_decisions
+    from vaultmem.nexus.decisions import list_decisions
 
     found = list_decisions(open_vault(vault), include_superseded=all_)
     if as_json:
@@ -276,11 +277,10 @@ def checkpoint(
     A crash mid-write leaves the old or the new checkpoint, never a mix; every version is
     kept in the journal (--history).
     """
-    from vaultmem.nexus import shared_state
 
     v = open_vault(vault)
     if history:
-        versions = shared_state.checkpoint_history(v, agent or "")
+        versions = checkpoints.checkpoint_history(v, agent or "")
         if as_json:
             emit_json(
                 {
@@ -297,7 +297,7 @@ def checkpoint(
             emit(f"{x.get('time') or '(before vaultmem)'}  {x.get('task') or '-'}  {first}")
         return
     if show or (text is None and task is None and not next_steps):
-        cp = shared_state.show_checkpoint(v, agent or "")
+        cp = checkpoints.show_checkpoint(v, agent or "")
         if as_json:
             emit_json(cp.to_dict())
             return
@@ -310,7 +310,7 @@ def checkpoint(
             )
         emit(Path(v.root / cp.path).read_text(encoding="utf-8"))
         return
-    cp, found = shared_state.write_checkpoint(
+    cp, found = checkpoints.write_checkpoint(
         v,
         agent or "",
         read_text_arg(text) if text is not None else "",
@@ -341,7 +341,7 @@ def state_cmd(
     """Print the project state."""
     if ctx.invoked_subcommand:
         return
-    from vaultmem.nexus.shared_state import read_state, state_sections
+    from vaultmem.nexus.state import read_state, state_sections
 
     v = open_vault(vault)
     text = read_state(v)
@@ -374,7 +374,7 @@ def state_set(
     starts with '-' (a markdown list) goes after `--`, or on stdin with '-':
     vaultmem state set --agent ella -- Status "- done"
     """
-    from vaultmem.nexus.shared_state import set_state_section
+    from vaultmem.nexus.state import set_state_section
 
     change = set_state_section(open_vault(vault), agent or "", section, read_text_arg(text))
     warn_redactions(change.redactions)

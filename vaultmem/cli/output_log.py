@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from vaultmem.nexus.check import VerifyReport
-    from vaultmem.nexus.log import Entry
-    from vaultmem.nexus.shared_state import Decision
+    from vaultmem.nexus.decisions import Decision
+    from vaultmem.nexus.entry import Entry
 
 
 def _w(text: str) -> None:

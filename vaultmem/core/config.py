@@ -10,6 +10,7 @@ import os
 import sys
 import tomllib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ ENV_HOME = "VAULTMEM_HOME"
 ENV_DEBUG = "VAULTMEM_DEBUG"
 ENV_NO_FAST = "VAULTMEM_NO_FAST"
 ENV_REVIEWER = "VAULTMEM_REVIEWER"
+ENV_NOW = "VAULTMEM_NOW"
 ENV_ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
 ENV_ANTHROPIC_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_EDITOR = "EDITOR"
@@ -176,6 +178,20 @@ def env(name: str) -> str | None:
     """One VAULTMEM_* (or other documented) variable, empty treated as unset."""
     value = os.environ.get(name)
     return value or None
+
+
+def env_now() -> datetime | None:
+    """VAULTMEM_NOW (an ISO time, UTC if no zone): pins the clock for tests and benchmarks."""
+    raw = env(ENV_NOW)
+    if raw is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(
+            f"{ENV_NOW}={raw!r} is not an ISO time", "e.g. VAULTMEM_NOW=2026-11-29T10:00:00Z"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def env_debug() -> bool:

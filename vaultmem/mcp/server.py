@@ -139,14 +139,14 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     ) -> dict[str, Any]:
         """Record a decision with its rationale on the decision log (and announce it on the
         live log). `supersedes`: the id of a decision this one replaces."""
-        from vaultmem.nexus.shared_state import decide as do_decide
+        from vaultmem.nexus.decisions import decide as do_decide
 
         result = do_decide(vault(), me, text, why=why, supersedes=supersedes, tags=tags or ())
         return {**result.decision.to_dict(), "announcement": result.announcement.id}
 
     def decisions(all: bool = False) -> dict[str, Any]:
         """Active decisions, oldest first (`all`: superseded ones too, marked)."""
-        from vaultmem.nexus.shared_state import list_decisions
+        from vaultmem.nexus.decisions import list_decisions
 
         found = list_decisions(vault(), include_superseded=all)
         return {"decisions": [d.to_dict() for d in found]}
@@ -156,7 +156,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     ) -> dict[str, Any]:
         """Save your working checkpoint (replaces the previous one; history is kept) so a new
         session resumes where this one stopped. Without `text`, return the current one."""
-        from vaultmem.nexus.shared_state import show_checkpoint, write_checkpoint
+        from vaultmem.nexus.checkpoints import show_checkpoint, write_checkpoint
 
         if text is None:
             return dict(show_checkpoint(vault(), me).to_dict())
@@ -166,7 +166,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     def state(section: str | None = None, text: str | None = None) -> dict[str, Any]:
         """The project-state file. With `section` and `text`, replace that `## section`'s body
         (other sections and text people wrote stay) and log the change."""
-        from vaultmem.nexus.shared_state import read_state, set_state_section
+        from vaultmem.nexus.state import read_state, set_state_section
 
         v = vault()
         if section is None:

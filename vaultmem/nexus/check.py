@@ -14,7 +14,7 @@ from typing import Any
 from vaultmem.core.fsio import append_durable, atomic_write
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import log
+from vaultmem.nexus import entry, log
 
 PROBLEM_KINDS = (
     "edited",  # hash does not match the entry's text: changed after it was written
@@ -91,11 +91,11 @@ def _verify_log(
 
     problems: list[LogProblem] = []
     checked: dict[str, int] = {}
-    located: list[tuple[str, log.Entry]] = []
+    located: list[tuple[str, entry.Entry]] = []
     require = vault.config.log.require_signatures
     for path in log.chain_files(vault, log_name):
         rel = vault.rel(path)
-        parsed = log.read_file(path)
+        parsed = entry.read_file(path)
         checked[rel] = len(parsed.entries)
         for frag in parsed.fragments:
             what = {
@@ -115,10 +115,10 @@ def _verify_log(
         located += [(rel, e) for e in parsed.entries]
 
     all_ids = {e.id for _rel, e in located}  # damaged ones too: they are reported, not missing
-    good: list[tuple[str, log.Entry]] = []
+    good: list[tuple[str, entry.Entry]] = []
     for rel, e in located:
 
-        def bad(kind: str, message: str, rel: str = rel, e: log.Entry = e) -> None:
+        def bad(kind: str, message: str, rel: str = rel, e: entry.Entry = e) -> None:
             problems.append(LogProblem(rel, kind, message, e.id, e.line_start))
 
         if e.log != log_name:
@@ -126,7 +126,7 @@ def _verify_log(
         if e.compute_hash() != e.hash:
             bad("edited", f"{e.id} was changed after it was written (its hash no longer matches)")
             continue
-        if e.id != log.entry_id(e.agent, e.seq, e.log):
+        if e.id != entry.entry_id(e.agent, e.seq, e.log):
             bad("forged", f"{e.id} does not match its agent and sequence number")
             continue
         if not e.sig or not e.key:
@@ -154,8 +154,8 @@ def _verify_log(
                 continue
         good.append((rel, e))
 
-    by_id: dict[str, log.Entry] = {}
-    chains: dict[str, dict[int, log.Entry]] = defaultdict(dict)
+    by_id: dict[str, entry.Entry] = {}
+    chains: dict[str, dict[int, entry.Entry]] = defaultdict(dict)
     last_seq: dict[str, int] = {}
     for rel, e in good:
         seen = by_id.get(e.id)
@@ -199,7 +199,7 @@ def _verify_log(
         for seq in range(1, top + 1):
             cur = chain.get(seq)
             if cur is None:
-                mid = log.entry_id(agent, seq, log_name)
+                mid = entry.entry_id(agent, seq, log_name)
                 if mid in all_ids:
                     continue  # present but damaged: reported above
                 hint = " (the journal has it: run vaultmem repair)" if mid in journal else ""
@@ -250,7 +250,7 @@ def verify(vault: Vault) -> VerifyReport:
     keys = signing.public_keys(vault)
     checked: dict[str, int] = {}
     problems: list[LogProblem] = []
-    for name in log.LOGS:
+    for name in entry.LOGS:
         c, p = _verify_log(vault, name, keys)
         checked.update(c)
         problems += p
@@ -281,7 +281,7 @@ def _repair_log(vault: Vault, log_name: str) -> list[str]:
                 data = path.read_bytes()
             except FileNotFoundError:
                 continue
-            parsed = log.parse_bytes(data)
+            parsed = entry.parse_bytes(data)
             cuts: list[tuple[int, int, bytes]] = []  # (start, end, replacement)
             for frag in parsed.fragments:
                 where = _quarantine(vault, rel, frag.text)
@@ -293,7 +293,7 @@ def _repair_log(vault: Vault, log_name: str) -> list[str]:
                 present.add(e.id)
                 j = journal.get(e.id)
                 if e.compute_hash() != e.hash and j is not None and j.compute_hash() == j.hash:
-                    block = log.render(j).encode("utf-8")[1:]
+                    block = entry.render(j).encode("utf-8")[1:]
                     cuts.append((e.byte_start, e.byte_end, block))
                     actions.append(f"restored edited entry {e.id} in {rel} from the journal")
             if path == target:
@@ -317,9 +317,9 @@ def _repair_log(vault: Vault, log_name: str) -> list[str]:
                         None,
                     )
                     if at is None:
-                        cuts.append((len(data), len(data), log.render(j).encode("utf-8")))
+                        cuts.append((len(data), len(data), entry.render(j).encode("utf-8")))
                     else:
-                        cuts.append((at, at, log.render(j).encode("utf-8")[1:] + b"\n"))
+                        cuts.append((at, at, entry.render(j).encode("utf-8")[1:] + b"\n"))
                     actions.append(
                         f"restored missing entry {j.id} ({j.time}, {j.agent}) into {rel} from the journal"
                     )
@@ -336,7 +336,7 @@ def _repair_log(vault: Vault, log_name: str) -> list[str]:
 
 def repair(vault: Vault) -> RepairReport:
     actions: list[str] = []
-    for name in log.LOGS:
+    for name in entry.LOGS:
         actions += _repair_log(vault, name)
     return RepairReport(tuple(actions), verify(vault))
 
@@ -364,11 +364,11 @@ def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) ->
     with exclusive(log.lock_for(vault, "live"), vault.config.log.lock_timeout, what=path.name):
         heads = log.current_heads(vault, "live")
         data = path.read_bytes()
-        parsed = log.parse_bytes(data)
+        parsed = entry.parse_bytes(data)
         old = [e for e in parsed.entries if e.time < cut]
         if not old:
             return RotateResult(0, {}, len(parsed.entries))
-        by_month: dict[str, list[log.Entry]] = defaultdict(list)
+        by_month: dict[str, list[entry.Entry]] = defaultdict(list)
         for e in old:
             by_month[e.time[:7]].append(e)
         files: dict[str, int] = {}
@@ -377,7 +377,7 @@ def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) ->
             if not dest.exists():
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(dest, _archive_header(month))
-            already = {e.id for e in log.read_file(dest).entries}
+            already = {e.id for e in entry.read_file(dest).entries}
             chunk = b"".join(
                 b"\n" + data[e.byte_start : e.byte_end] for e in entries if e.id not in already
             )
@@ -406,7 +406,7 @@ def tail_problems(vault: Vault, *, window: int = 1 << 16) -> list[LogProblem]:
     """Cheap check for `status`: torn or broken blocks in the last `window` bytes of each log
     (no signatures, no chains: that is `verify`'s job)."""
     problems: list[LogProblem] = []
-    for name in log.LOGS:
+    for name in entry.LOGS:
         path = log.log_file(vault, name)
         try:
             with open(path, "rb") as fh:
@@ -417,11 +417,11 @@ def tail_problems(vault: Vault, *, window: int = 1 << 16) -> list[LogProblem]:
         except OSError:
             continue
         if start:
-            cut = data.find(log.HEADER_START)
+            cut = data.find(entry.HEADER_START)
             if cut < 0:
                 continue
             start, data = start + cut + 1, data[cut + 1 :]
-        for frag in log.parse_bytes(data, base_offset=start).fragments:
+        for frag in entry.parse_bytes(data, base_offset=start).fragments:
             problems.append(
                 LogProblem(
                     vault.rel(path),

@@ -1,22 +1,4 @@
-"""The signed, append-only logs: `nexus/live-context.md` and `nexus/decisions.md`.
-
-Format (the contract is docs/FORMAT.md). One entry is one markdown block:
-
-    ### 2026-11-29T15:20:01.123Z · ella · backend · fix · Stripe webhook retries are idempotent
-
-    optional body, any markdown (escaped, see below)
-
-    <!-- vaultmem {"v":1,"log":"live","id":"ella.3","seq":3,"prev":"sha256:…","hash":"sha256:…",…} -->
-
-The header line is what people read in Obsidian; the HTML comment (hidden in reading view) holds
-the id, the agent's sequence number, the hash of the agent's previous entry (`prev`), this entry's
-hash over the canonical form, the signing key id and the Ed25519 signature. Chains are per agent,
-so a git union merge of two machines' appends still verifies.
-
-Escaping, so that no text an agent writes can parse as structure: in the summary and body every
-`<!--` becomes `<\\!--` (and `<\\!--` one more backslash), and a body line starting with `###`
-(after any backslashes) gets one more leading backslash. Parsing undoes both. Markdown renders the
-escaped forms as the original text.
+"""Where the signed logs live and how an entry gets there: `append`, the journal, chain heads.
 
 Appends hold `.vaultmem/locks/<log>.lock`, write the whole block with one `write()` (O_APPEND),
 fsync, then record it in the journal (`.vaultmem/journal/<log>.jsonl`). The per-agent chain heads
@@ -27,129 +9,32 @@ the journal, so a sequence number is never reused.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core.errors import (
-    SigningKeyMissingError,
-    UsageError,
-    VaultmemError,
-)
+from vaultmem.core import clock
+from vaultmem.core.errors import SigningKeyMissingError, UsageError
 from vaultmem.core.fsio import append_durable, fsync_dir
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
-
-FORMAT_VERSION = 1
-LOGS = ("live", "decisions")
-ENTRY_TYPES = (
-    "note",
-    "handoff",
-    "fix",
-    "question",
-    "answer",
-    "decision",
-    "alert",
-    "ack",
-    "state",
+from vaultmem.nexus import reading
+from vaultmem.nexus.entry import (
+    LOGS,
+    TIME_RE,
+    Entry,
+    entry_from_dict,
+    entry_id,
+    fold_summary,
+    normalize_body,
+    read_file,
+    render,
+    validate_channel,
+    validate_id,
+    validate_type,
 )
-# entry types that ask something of the other agents: they wait for an ack
-WANTS_ACK = ("handoff", "question", "alert")
-SEP = " · "
-CHANNEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}$")
-ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}\.d?[0-9]{1,12}$")
-TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z$")
-HEADER_RE = re.compile(
-    r"^### (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z) · "
-    r"(?P<agent>[a-z0-9][a-z0-9_-]{0,39}) · (?P<channel>\S+) · (?P<type>[a-z][a-z0-9_-]*) · "
-    r"(?P<summary>.*)$"
-)
-META_RE = re.compile(r"^<!-- vaultmem (?P<json>\{.*\}) -->$")
-HEADER_START = b"\n### "
-_COMMENT_OPEN = re.compile(r"<(\\*)!--")
-_COMMENT_OPEN_ESC = re.compile(r"<(\\*)\\!--")
-_HASH_LINE = re.compile(r"^(\\*)###")
-_HASH_LINE_ESC = re.compile(r"^(\\+)###")
-
-CONTRACT_KEYS = ("id", "agent", "seq", "time", "channel", "type", "summary", "body", "acks")
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One log entry. `to_dict()` is the JSON contract of `log --json` / `append --json`."""
-
-    id: str
-    agent: str
-    seq: int
-    time: str  # ISO 8601 UTC, milliseconds, "Z"
-    channel: str
-    type: str
-    summary: str
-    body: str
-    acks: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)  # decisions: why, supersedes, tags
-    log: str = "live"  # "live" or "decisions"
-    prev: str | None = None  # hash of this agent's previous entry in the same log
-    hash: str = ""
-    key: str | None = None  # key id that signed it
-    sig: str | None = None
-    line_start: int = 0  # 1-based lines in its file; 0 when read from the end (tail)
-    line_end: int = 0
-    byte_start: int = -1  # byte offsets in its file (-1 when parsed from text)
-    byte_end: int = -1
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "agent": self.agent,
-            "seq": self.seq,
-            "time": self.time,
-            "channel": self.channel,
-            "type": self.type,
-            "summary": self.summary,
-            "body": self.body,
-            "acks": list(self.acks),
-        }
-        for key, value in self.extra.items():
-            data.setdefault(key, value)
-        return data
-
-    def full_dict(self) -> dict[str, Any]:
-        """Everything, for the journal: enough to re-render the exact block."""
-        data = canonical_dict(self)
-        data.update(hash=self.hash, sig=self.sig)
-        return data
-
-    def canonical(self) -> bytes:
-        return canonical_bytes(canonical_dict(self))
-
-    def compute_hash(self) -> str:
-        return "sha256:" + hashlib.sha256(self.canonical()).hexdigest()
-
-
-@dataclass(frozen=True)
-class Fragment:
-    """Text set aside by the parser: a torn entry, a broken metadata line, an orphan comment."""
-
-    kind: str  # "torn", "bad-metadata", "orphan-metadata"
-    line_start: int
-    line_end: int
-    byte_start: int
-    byte_end: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Parsed:
-    entries: tuple[Entry, ...]
-    fragments: tuple[Fragment, ...]
-    preamble_end: int  # byte offset of the first entry header (or end of file)
 
 
 @dataclass(frozen=True)
@@ -158,299 +43,6 @@ class AppendResult:
     path: str  # vault-relative file
     redactions: tuple[Any, ...] = ()  # secrets.Finding, one per redacted credential
     warnings: tuple[str, ...] = ()
-
-
-# --- canonical form -----------------------------------------------------------------------
-
-
-def canonical_dict(e: Entry) -> dict[str, Any]:
-    return {
-        "v": FORMAT_VERSION,
-        "log": e.log,
-        "id": e.id,
-        "agent": e.agent,
-        "seq": e.seq,
-        "time": e.time,
-        "channel": e.channel,
-        "type": e.type,
-        "summary": e.summary,
-        "body": e.body,
-        "acks": list(e.acks),
-        "extra": e.extra,
-        "prev": e.prev,
-        "key": e.key,
-    }
-
-
-def canonical_bytes(data: dict[str, Any]) -> bytes:
-    """Sorted keys, no spaces, UTF-8 (not \\u escapes): part of the contract, never change it."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8"
-    )
-
-
-# --- text normalisation and escaping --------------------------------------------------------
-
-
-def normalize_body(body: str) -> str:
-    lines = body.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").split("\n")
-    return "\n".join(line.rstrip() for line in lines).strip("\n")
-
-
-def fold_summary(summary: str) -> str:
-    return " ".join(summary.replace("\x00", "").split())
-
-
-def escape_inline(text: str) -> str:
-    return _COMMENT_OPEN.sub(lambda m: f"<{m.group(1)}\\!--", text)
-
-
-def unescape_inline(text: str) -> str:
-    return _COMMENT_OPEN_ESC.sub(lambda m: f"<{m.group(1)}!--", text)
-
-
-def escape_body(body: str) -> str:
-    out = []
-    for line in body.split("\n"):
-        line = _HASH_LINE.sub(lambda m: f"\\{m.group(1)}###", line)
-        out.append(escape_inline(line))
-    return "\n".join(out)
-
-
-def unescape_body_line(line: str) -> str:
-    return unescape_inline(_HASH_LINE_ESC.sub(lambda m: f"{m.group(1)[1:]}###", line))
-
-
-# --- rendering and parsing -------------------------------------------------------------------
-
-
-def _meta_json(e: Entry) -> str:
-    meta: dict[str, Any] = {
-        "v": FORMAT_VERSION,
-        "log": e.log,
-        "id": e.id,
-        "seq": e.seq,
-        "prev": e.prev,
-        "hash": e.hash,
-        "key": e.key,
-        "sig": e.sig,
-    }
-    if e.acks:
-        meta["acks"] = list(e.acks)
-    if e.extra:
-        meta["extra"] = e.extra
-    text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
-    # `-->` inside the comment would end it early: JSON lets us spell < and > as escapes
-    return text.replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def render(e: Entry) -> str:
-    """The block for one entry, starting with a blank line and ending with a newline."""
-    header = (
-        f"### {e.time}{SEP}{e.agent}{SEP}{e.channel}{SEP}{e.type}{SEP}{escape_inline(e.summary)}"
-    )
-    meta = f"<!-- vaultmem {_meta_json(e)} -->"
-    if e.body:
-        return f"\n{header}\n\n{escape_body(e.body)}\n\n{meta}\n"
-    return f"\n{header}\n{meta}\n"
-
-
-def _entry_from(
-    header: re.Match[str], meta_text: str, body_lines: list[str], pos: tuple[int, int, int, int]
-) -> Entry | None:
-    try:
-        meta = json.loads(meta_text)
-    except ValueError:
-        return None
-    if not isinstance(meta, dict):
-        return None
-    try:
-        seq = meta["seq"]
-        acks = meta.get("acks") or []
-        extra = meta.get("extra") or {}
-        if (
-            not isinstance(seq, int)
-            or not isinstance(meta["id"], str)
-            or not isinstance(acks, list)
-            or not isinstance(extra, dict)
-            or meta.get("log", "live") not in LOGS
-        ):
-            return None
-        body = normalize_body("\n".join(unescape_body_line(ln) for ln in body_lines))
-        return Entry(
-            id=meta["id"],
-            agent=header["agent"],
-            seq=seq,
-            time=header["time"],
-            channel=header["channel"],
-            type=header["type"],
-            summary=unescape_inline(header["summary"]).strip(),
-            body=body,
-            acks=tuple(str(a) for a in acks),
-            extra=extra,
-            log=meta.get("log", "live"),
-            prev=meta.get("prev"),
-            hash=str(meta.get("hash") or ""),
-            key=meta.get("key"),
-            sig=meta.get("sig"),
-            line_start=pos[0],
-            line_end=pos[1],
-            byte_start=pos[2],
-            byte_end=pos[3],
-        )
-    except (KeyError, TypeError):
-        return None
-
-
-def parse_bytes(data: bytes, *, base_offset: int = 0, first_line: int = 1) -> Parsed:
-    """Parse log bytes into entries and set-aside fragments (torn tails, broken metadata).
-
-    A header without its metadata line (the next header comes first, or the file ends) is a torn
-    entry; it is never returned as an entry. Lines outside entries (a person's notes) are ignored.
-    """
-    entries: list[Entry] = []
-    fragments: list[Fragment] = []
-    offset = base_offset
-    line_no = first_line - 1
-    cur: tuple[re.Match[str], int, int] | None = None  # header, line, byte offset
-    body: list[str] = []
-    preamble_end = -1
-
-    def torn(kind: str, start_line: int, start_byte: int, end_line: int, end_byte: int) -> None:
-        text = data[start_byte - base_offset : end_byte - base_offset].decode("utf-8", "replace")
-        fragments.append(Fragment(kind, start_line, end_line, start_byte, end_byte, text))
-
-    for raw in data.splitlines(keepends=True):
-        line_no += 1
-        start = offset
-        offset += len(raw)
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if line.startswith("### "):
-            m = HEADER_RE.match(line)
-            if m:
-                if cur is not None:
-                    torn("torn", cur[1], cur[2], line_no - 1, start)
-                cur = (m, line_no, start)
-                body = []
-                if preamble_end < 0:
-                    preamble_end = start
-                continue
-        if line.startswith("<!-- vaultmem "):
-            mm = META_RE.match(line)
-            complete = raw.endswith(b"\n")
-            if cur is None:
-                torn("orphan-metadata", line_no, start, line_no, offset)
-                continue
-            entry = None
-            if mm and complete:
-                entry = _entry_from(cur[0], mm["json"], body, (cur[1], line_no, cur[2], offset))
-            if entry is None:
-                torn("bad-metadata" if complete else "torn", cur[1], cur[2], line_no, offset)
-            else:
-                entries.append(entry)
-            cur = None
-            continue
-        if cur is not None:
-            body.append(line)
-    if cur is not None:
-        torn("torn", cur[1], cur[2], line_no, offset)
-    return Parsed(tuple(entries), tuple(fragments), preamble_end if preamble_end >= 0 else offset)
-
-
-def parse_entries(text: str) -> list[Entry]:
-    """Entries of a whole live-context.md / decisions.md text (torn or garbage tails set aside)."""
-    return list(parse_bytes(text.encode("utf-8")).entries)
-
-
-def read_file(path: Path) -> Parsed:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return Parsed((), (), 0)
-    except OSError as exc:
-        raise VaultmemError(f"cannot read {path}: {exc.strerror}", "check its permissions") from exc
-    return parse_bytes(data)
-
-
-# --- reading from the end ---------------------------------------------------------------------
-
-
-def iter_reverse(path: Path, *, chunk: int = 1 << 16) -> Iterator[Entry]:
-    """Entries from the newest to the oldest, reading the file backwards in chunks.
-
-    The cost is proportional to how many entries the caller consumes, not to the file size.
-    Entries carry byte offsets; their line numbers are 0 (unknown without reading from the top).
-    """
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed in finally
-    except FileNotFoundError:
-        return
-    try:
-        size = os.fstat(fh.fileno()).st_size
-        pos = size  # file offset where `buf` starts
-        buf = b""
-        end = size  # the end of the not-yet-consumed region
-        while True:
-            # the last header start inside buf: either "\n### " or "### " at the file start
-            idx = buf.rfind(HEADER_START, 0, end - pos)
-            if idx >= 0:
-                start = pos + idx + 1
-            elif pos == 0 and buf.startswith(b"### "):
-                start = 0
-            else:
-                start = -1
-            if start >= 0 and (start > pos or pos == 0):
-                block = buf[start - pos : end - pos]
-                parsed = parse_bytes(block, base_offset=start, first_line=1)
-                for e in reversed(parsed.entries):
-                    yield replace(e, line_start=0, line_end=0)
-                end = start
-                if start == 0:
-                    return
-                continue
-            if pos == 0:
-                return
-            step = min(chunk, pos)
-            fh.seek(pos - step)
-            buf = fh.read(step) + buf[: end - pos]
-            pos -= step
-            chunk = min(chunk * 2, 1 << 22)
-    finally:
-        fh.close()
-
-
-def tail(
-    path: Path,
-    n: int,
-    *,
-    agent: str | None = None,
-    channel: str | None = None,
-    type_: str | None = None,
-) -> list[Entry]:
-    """The last `n` matching entries, oldest first, read from the end of the file."""
-    out: list[Entry] = []
-    if n <= 0:
-        return out
-    for e in iter_reverse(path):
-        if matches(e, agent=agent, channel=channel, type_=type_):
-            out.append(e)
-            if len(out) >= n:
-                break
-    out.reverse()
-    return out
-
-
-def matches(
-    e: Entry, *, agent: str | None = None, channel: str | None = None, type_: str | None = None
-) -> bool:
-    return (
-        (agent is None or e.agent == agent)
-        and (channel is None or e.channel == channel)
-        and (type_ is None or e.type == type_)
-    )
-
-
-# --- where each log lives ----------------------------------------------------------------------
 
 
 def log_file(vault: Vault, log: str) -> Path:
@@ -490,29 +82,6 @@ def lock_for(vault: Vault, log: str) -> Path:
     return lock_path(vault.state_dir, "live-context" if log == "live" else "decisions")
 
 
-# --- journal ------------------------------------------------------------------------------------
-
-
-def entry_from_dict(data: dict[str, Any]) -> Entry:
-    return Entry(
-        id=data["id"],
-        agent=data["agent"],
-        seq=int(data["seq"]),
-        time=data["time"],
-        channel=data["channel"],
-        type=data["type"],
-        summary=data["summary"],
-        body=data.get("body", ""),
-        acks=tuple(data.get("acks") or ()),
-        extra=dict(data.get("extra") or {}),
-        log=data.get("log", "live"),
-        prev=data.get("prev"),
-        hash=data.get("hash", ""),
-        key=data.get("key"),
-        sig=data.get("sig"),
-    )
-
-
 def read_journal(vault: Vault, log: str) -> list[Entry]:
     """Every entry ever appended on this machine, in append order (bad lines skipped)."""
     path = journal_path(vault, log)
@@ -528,9 +97,6 @@ def read_journal(vault: Vault, log: str) -> list[Entry]:
         except (ValueError, KeyError, TypeError):
             continue  # a torn last line after a crash
     return out
-
-
-# --- chain heads ---------------------------------------------------------------------------------
 
 
 def file_stamp(path: Path) -> str:
@@ -605,40 +171,6 @@ def current_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     return heads
 
 
-# --- append ----------------------------------------------------------------------------------------
-
-
-def now_ms() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def entry_id(agent: str, seq: int, log: str) -> str:
-    return f"{agent}.d{seq}" if log == "decisions" else f"{agent}.{seq}"
-
-
-def validate_channel(channel: str) -> str:
-    if not CHANNEL_RE.match(channel):
-        raise UsageError(
-            f"invalid channel {channel!r}",
-            "a channel is one word: letters, digits, '-', '_', '.', '/' (at most 40)",
-        )
-    return channel
-
-
-def validate_type(type_: str) -> str:
-    if type_ not in ENTRY_TYPES:
-        raise UsageError(f"unknown entry type {type_!r}", f"use one of: {', '.join(ENTRY_TYPES)}")
-    return type_
-
-
-def validate_id(entry: str) -> str:
-    if not ID_RE.match(entry):
-        raise UsageError(
-            f"{entry!r} is not an entry id", "ids look like ella.12 (log) or ella.d3 (decisions)"
-        )
-    return entry
-
-
 def prepare_text(
     vault: Vault, summary: str, body: str, *, what: str = "entry"
 ) -> tuple[str, str, tuple[Any, ...]]:
@@ -709,7 +241,7 @@ def append(
             id=entry_id(agent, seq, log),
             agent=agent,
             seq=seq,
-            time=time or now_ms(),
+            time=time or clock.stamp_ms(),
             channel=channel,
             type=type_,
             summary=summary,
@@ -740,7 +272,7 @@ def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
     wanted = set(acks)
     for name in ("decisions",) if all(".d" in a for a in wanted) else LOGS:
         window = ACK_WINDOW if name == "live" else 1 << 30
-        for n, e in enumerate(iter_reverse(log_file(vault, name)), 1):
+        for n, e in enumerate(reading.iter_reverse(log_file(vault, name)), 1):
             wanted.discard(e.id)
             if not wanted or n >= window:
                 break

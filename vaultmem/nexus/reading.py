@@ -1,16 +1,95 @@
-"""Reading the live log for `vaultmem log`: the last N, everything since an id or a time, and
-following new entries as they are appended. Everything reads from the end of the file."""
+"""Reading the live log from its end: the last N, everything since an id or a time, and
+following new entries as they are appended. The cost is proportional to what is read, not to
+the size of the file."""
 
 from __future__ import annotations
 
+import os
 import re
 import time as _time
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import log
+from vaultmem.nexus.entry import HEADER_START, ID_RE, Entry, parse_bytes
+
+
+def iter_reverse(path: Path, *, chunk: int = 1 << 16) -> Iterator[Entry]:
+    """Entries from the newest to the oldest, reading the file backwards in chunks.
+
+    The cost is proportional to how many entries the caller consumes, not to the file size.
+    Entries carry byte offsets; their line numbers are 0 (unknown without reading from the top).
+    """
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed in finally
+    except FileNotFoundError:
+        return
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        pos = size  # file offset where `buf` starts
+        buf = b""
+        end = size  # the end of the not-yet-consumed region
+        while True:
+            # the last header start inside buf: either "\n### " or "### " at the file start
+            idx = buf.rfind(HEADER_START, 0, end - pos)
+            if idx >= 0:
+                start = pos + idx + 1
+            elif pos == 0 and buf.startswith(b"### "):
+                start = 0
+            else:
+                start = -1
+            if start >= 0 and (start > pos or pos == 0):
+                block = buf[start - pos : end - pos]
+                parsed = parse_bytes(block, base_offset=start, first_line=1)
+                for e in reversed(parsed.entries):
+                    yield replace(e, line_start=0, line_end=0)
+                end = start
+                if start == 0:
+                    return
+                continue
+            if pos == 0:
+                return
+            step = min(chunk, pos)
+            fh.seek(pos - step)
+            buf = fh.read(step) + buf[: end - pos]
+            pos -= step
+            chunk = min(chunk * 2, 1 << 22)
+    finally:
+        fh.close()
+
+
+def last_entries(
+    path: Path,
+    n: int,
+    *,
+    agent: str | None = None,
+    channel: str | None = None,
+    type_: str | None = None,
+) -> list[Entry]:
+    """The last `n` matching entries, oldest first, read from the end of the file."""
+    out: list[Entry] = []
+    if n <= 0:
+        return out
+    for e in iter_reverse(path):
+        if matches(e, agent=agent, channel=channel, type_=type_):
+            out.append(e)
+            if len(out) >= n:
+                break
+    out.reverse()
+    return out
+
+
+def matches(
+    e: Entry, *, agent: str | None = None, channel: str | None = None, type_: str | None = None
+) -> bool:
+    return (
+        (agent is None or e.agent == agent)
+        and (channel is None or e.channel == channel)
+        and (type_ is None or e.type == type_)
+    )
+
 
 DEFAULT_TAIL = 20
 _TIME_RE = re.compile(r"^\d{4}-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,6})?)?)?)?)?Z?$")
@@ -24,23 +103,23 @@ def read_log(
     agent: str | None = None,
     channel: str | None = None,
     type_: str | None = None,
-) -> list[log.Entry]:
+) -> list[Entry]:
     """Matching entries, oldest first: the last `tail` (default 20), or all after `since`."""
     if tail is not None and tail < 0:
         raise UsageError("--tail must be 0 or more", "e.g. --tail 20")
     path = vault.live_context
     if since is None:
-        return log.tail(
+        return last_entries(
             path, DEFAULT_TAIL if tail is None else tail, agent=agent, channel=channel, type_=type_
         )
-    out: list[log.Entry] = []
-    if log.ID_RE.match(since):
+    out: list[Entry] = []
+    if ID_RE.match(since):
         found = False
-        for e in log.iter_reverse(path):
+        for e in iter_reverse(path):
             if e.id == since:
                 found = True
                 break
-            if log.matches(e, agent=agent, channel=channel, type_=type_):
+            if matches(e, agent=agent, channel=channel, type_=type_):
                 out.append(e)
         if not found:
             raise EntryNotFoundError(
@@ -49,10 +128,10 @@ def read_log(
             )
     elif _TIME_RE.match(since):
         bound = since.rstrip("Z").replace(" ", "T")
-        for e in log.iter_reverse(path):
+        for e in iter_reverse(path):
             if e.time < bound:
                 break
-            if log.matches(e, agent=agent, channel=channel, type_=type_):
+            if matches(e, agent=agent, channel=channel, type_=type_):
                 out.append(e)
     else:
         raise UsageError(
@@ -72,7 +151,7 @@ def follow(
     channel: str | None = None,
     type_: str | None = None,
     poll: float = 0.25,
-) -> Iterator[list[log.Entry]]:
+) -> Iterator[list[Entry]]:
     """Yield batches of entries appended from now on. Only whole entries: a block still being
     written is read again on the next poll. If the file shrinks (rotation, an editor), following
     resumes at its new end."""
@@ -95,13 +174,11 @@ def follow(
         with open(path, "rb") as fh:
             fh.seek(offset)
             data = fh.read(size - offset)
-        parsed = log.parse_bytes(data, base_offset=offset)
+        parsed = parse_bytes(data, base_offset=offset)
         if parsed.entries:
             offset = parsed.entries[-1].byte_end
             batch = [
-                e
-                for e in parsed.entries
-                if log.matches(e, agent=agent, channel=channel, type_=type_)
+                e for e in parsed.entries if matches(e, agent=agent, channel=channel, type_=type_)
             ]
             if batch:
                 yield [replace(e, line_start=0, line_end=0) for e in batch]

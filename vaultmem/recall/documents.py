@@ -199,9 +199,9 @@ def _passages(
 
 def _entry_docs(rel: str, kind: str, text: str) -> list[Doc]:
     """Log entries / decisions as one document each (superseded decisions hidden)."""
-    from vaultmem.nexus import log as log_mod
+    from vaultmem.nexus.entry import parse_entries
 
-    entries = log_mod.parse_entries(text)
+    entries = parse_entries(text)
     replaced = {sup for e in entries if isinstance(sup := e.extra.get("supersedes"), str) and sup}
     docs = []
     for e in entries:

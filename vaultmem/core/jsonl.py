@@ -1,0 +1,32 @@
+"""The one JSONL reader: journals, checkpoint history, receipts.
+
+A line that does not parse (a torn last line after a power cut) is skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every JSON object in the file, in order; [] when the file does not exist."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    out: list[dict[str, Any]] = []
+    for raw in data.splitlines():
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def jsonl_line(item: dict[str, Any]) -> bytes:
+    """One record as a line: compact, UTF-8 (not \\u escapes), newline-terminated."""
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

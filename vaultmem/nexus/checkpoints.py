@@ -1,0 +1,182 @@
+"""Checkpoints: each agent's working note, `agents/<agent>/checkpoint.md`.
+
+Replaced atomically on every write, so a crash leaves the old or the new one; every version (and
+the first one vaultmem replaced, perhaps written by hand) is kept in
+`.vaultmem/journal/checkpoints/<agent>.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vaultmem.core import clock
+from vaultmem.core.errors import UsageError
+from vaultmem.core.fsio import append_durable, atomic_write, read_text
+from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.vault import Vault
+from vaultmem.nexus.entry import fold_summary, normalize_body
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    agent: str
+    path: str
+    exists: bool
+    updated: str | None = None
+    task: str | None = None
+    text: str = ""
+    next: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["next"] = list(self.next)
+        return data
+
+
+def _checkpoint_journal(vault: Vault, agent: str) -> Path:
+    return vault.state_dir / "journal" / "checkpoints" / f"{agent}.jsonl"
+
+
+def render_checkpoint(cp: Checkpoint) -> str:
+    # JSON strings are valid YAML scalars: no YAML library needed to write them safely
+    head = [
+        "---",
+        f"agent: {cp.agent}",
+        f"updated: {json.dumps(cp.updated)}",
+        f"task: {json.dumps(cp.task or '', ensure_ascii=False)}",
+        "tags:",
+        "  - vaultmem/checkpoint",
+        "---",
+        "",
+        f"# Checkpoint of {cp.agent}",
+        "",
+        "Replaced by `vaultmem checkpoint`; earlier versions: `vaultmem checkpoint --history`.",
+        "",
+        "## Task",
+        "",
+        cp.task or "(none given)",
+        "",
+        "## Where I stopped",
+        "",
+        cp.text or "(nothing written)",
+        "",
+        "## Next steps",
+        "",
+    ]
+    head += [f"- [ ] {step}" for step in cp.next] or ["(none)"]
+    return "\n".join(head) + "\n"
+
+
+def _sections(body: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    current: str | None = None
+    buf: list[str] = []
+    for line in body.splitlines():
+        if line.startswith("## "):
+            if current is not None:
+                out[current] = "\n".join(buf).strip()
+            current, buf = line[3:].strip().lower(), []
+        elif current is not None:
+            buf.append(line)
+    if current is not None:
+        out[current] = "\n".join(buf).strip()
+    return out
+
+
+def show_checkpoint(vault: Vault, agent: str) -> Checkpoint:
+    from vaultmem.core import notes
+
+    agent = vault.require_agent(agent)
+    path = vault.checkpoint(agent)
+    rel = vault.rel(path)
+    if not path.exists():
+        return Checkpoint(agent, rel, False)
+    note = notes.read(path)
+    parts = _sections(note.body)
+    steps = tuple(
+        re.sub(r"^- (\[[ xX]\] )?", "", ln).strip()
+        for ln in parts.get("next steps", "").splitlines()
+        if ln.startswith("- ")
+    )
+    task = note.meta.get("task") or parts.get("task")
+    text = parts.get("where i stopped")
+    if text is None:  # a checkpoint a person wrote by hand: show the whole body
+        text = note.body.strip()
+    return Checkpoint(
+        agent,
+        rel,
+        True,
+        str(note.meta.get("updated") or "") or None,
+        str(task) if task and task != "(none given)" else None,
+        "" if text == "(nothing written)" else text,
+        steps,
+    )
+
+
+def write_checkpoint(
+    vault: Vault,
+    agent: str,
+    text: str,
+    *,
+    task: str | None = None,
+    next_steps: tuple[str, ...] | list[str] = (),
+) -> tuple[Checkpoint, tuple[Any, ...]]:
+    """Replace the agent's checkpoint atomically; keep this version in the journal."""
+    from vaultmem.core.secrets import apply_policy
+
+    agent = vault.require_agent(agent)
+    policy = vault.config.secrets.policy
+    text, found = apply_policy(normalize_body(text), policy, what="checkpoint")
+    if task is not None:
+        task, found_t = apply_policy(fold_summary(task), policy, what="task")
+        found = [*found, *found_t]
+    steps = []
+    for step in next_steps:
+        clean, found_s = apply_policy(fold_summary(step), policy, what="next step")
+        found = [*found, *found_s]
+        if clean:
+            steps.append(clean)
+    if not text and not task and not steps:
+        raise UsageError("the checkpoint is empty", "pass TEXT (or '-'), --task or --next")
+    path = vault.checkpoint(agent)
+    vault.path(vault.rel(path))
+    cp = Checkpoint(agent, vault.rel(path), True, clock.stamp_ms(), task, text, tuple(steps))
+    journal = _checkpoint_journal(vault, agent)
+    with exclusive(
+        lock_path(vault.state_dir, f"checkpoint-{agent}"),
+        vault.config.log.lock_timeout,
+        what="checkpoint",
+    ):
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not journal.exists():
+            # the first version vaultmem replaces (perhaps written by hand) is kept too
+            old = read_text(path, what="checkpoint")
+            record = {"time": None, "agent": agent, "raw": old}
+            append_durable(journal, json.dumps(record, ensure_ascii=False).encode() + b"\n")
+        content = render_checkpoint(cp)
+        atomic_write(path, content)
+        record = {"time": cp.updated, "agent": agent, **cp.to_dict(), "raw": content}
+        append_durable(journal, json.dumps(record, ensure_ascii=False).encode() + b"\n")
+    return cp, tuple(found)
+
+
+def checkpoint_history(vault: Vault, agent: str) -> list[dict[str, Any]]:
+    """Every version written through vaultmem, oldest first: time, task, text, next, raw."""
+    agent = vault.require_agent(agent)
+    try:
+        data = _checkpoint_journal(vault, agent).read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for raw in data.splitlines():
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
