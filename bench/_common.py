@@ -21,7 +21,7 @@ def scratch_vault(keys: bool = True) -> tuple[Path, dict[str, str]]:
     root = base / "vault"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".vaultmem"))
     # start from empty logs and no keys: the example's own entries would be foreign to this run
-    from vaultmem.app.scaffold import template
+    from vaultmem.core.templates import template
 
     for rel in ("nexus/live-context.md", "nexus/decisions.md"):
         (root / rel).write_text(template(rel), encoding="utf-8")

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import scratch_vault
 
-from vaultmem.bank import store as bank
+from vaultmem.bank import retain, store
 from vaultmem.core import notes
 from vaultmem.core.vault import Vault
 
@@ -81,20 +81,20 @@ def main() -> None:
     for size in (100, 1000):
         v = build(size, 500)
         row = {
-            "pending_count": median_ms(lambda v=v: bank.pending_count(v, "ella"), args.runs),
+            "pending_count": median_ms(lambda v=v: store.pending_count(v, "ella"), args.runs),
             "pending_for_read newest": median_ms(
-                lambda v=v: bank.pending_for_read(v, "ella", None, 5), args.runs
+                lambda v=v: store.pending_for_read(v, "ella", None, 5), args.runs
             ),
             "pending_for_read query": median_ms(
-                lambda v=v: bank.pending_for_read(v, "ella", "stripe webhook retry", 5), args.runs
+                lambda v=v: store.pending_for_read(v, "ella", "stripe webhook retry", 5), args.runs
             ),
-            "pending_block": median_ms(lambda v=v: bank.pending_block(v, "ella"), args.runs),
+            "pending_block": median_ms(lambda v=v: store.pending_block(v, "ella"), args.runs),
         }
         counter = iter(range(1_000_000))
 
         def one_retain(v: Vault = v, counter: object = counter) -> None:
             k = next(counter)  # type: ignore[call-overload]
-            bank.retain(v, f"A new fact {k} about gym lockers", agent="ella", type_="fact")
+            retain.retain(v, f"A new fact {k} about gym lockers", agent="ella", type_="fact")
 
         row["retain (500 memories)"] = median_ms(one_retain, max(args.runs // 4, 3))
         results[size] = row

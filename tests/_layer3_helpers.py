@@ -50,7 +50,7 @@ def fresh_vault(tmp_path: Path) -> Path:
     layer-3 tests start at 1 whatever example entries the example vault ships with."""
     import shutil
 
-    from vaultmem.app.scaffold import template
+    from vaultmem.core.templates import template
 
     example = Path(__file__).resolve().parent.parent / "example-vault"
     root = tmp_path / "vault"

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vaultmem.app.scaffold import init_vault
-from vaultmem.bank import store as bank
-from vaultmem.core import notes
+from vaultmem.bank import model, prune, retain, store
+from vaultmem.core import clock, notes
 from vaultmem.core.errors import SecretRefusedError, UnknownAgentError, UsageError
 from vaultmem.core.similarity import normalise, signature, similarity
 from vaultmem.core.vault import Vault
@@ -58,9 +58,11 @@ def test_numbers_and_negation_conflict() -> None:
 
 
 def test_derive_name() -> None:
-    assert bank.derive_name("Store all times in UTC; convert in the UI") == "Store all times in UTC"
-    assert bank.derive_name("[[x]] a/b #t") == "x a b t"
-    assert len(bank.derive_name("word " * 40)) <= bank.MAX_NAME
+    assert (
+        model.derive_name("Store all times in UTC; convert in the UI") == "Store all times in UTC"
+    )
+    assert model.derive_name("[[x]] a/b #t") == "x a b t"
+    assert len(model.derive_name("word " * 40)) <= model.MAX_NAME
 
 
 # --- retain -------------------------------------------------------------------------------
@@ -93,11 +95,13 @@ def test_retain_inserts_a_pending_note(vault: Path, cli: object) -> None:
 
 def test_duplicate_of_pending_fact_raises_evidence(vault: Path) -> None:
     v = _open(vault)
-    first = bank.retain(v, "Marta is away until January", agent="ella", type_="user", source="s1")
-    again = bank.retain(v, "marta is AWAY until January!", agent="ella", type_="user", source="s2")
+    first = retain.retain(v, "Marta is away until January", agent="ella", type_="user", source="s1")
+    again = retain.retain(
+        v, "marta is AWAY until January!", agent="ella", type_="user", source="s2"
+    )
     assert again.outcome == "duplicate" and again.target == first.id and again.id is None
     assert again.message == f"duplicate {first.id}"
-    third = bank.retain(v, "Marta is away until January", agent="ella", type_="user", source="s2")
+    third = retain.retain(v, "Marta is away until January", agent="ella", type_="user", source="s2")
     assert third.evidence == 3
     meta = _meta(vault, first.path or "")
     assert meta["evidence"] == 3 and meta["source"] == ["s1", "s2"]
@@ -106,7 +110,7 @@ def test_duplicate_of_pending_fact_raises_evidence(vault: Path) -> None:
 
 def test_duplicate_of_a_memory_raises_the_memory(vault: Path) -> None:
     v = _open(vault)
-    res = bank.retain(
+    res = retain.retain(
         v,
         "Production runs on a single Hetzner CX32 in Falkenstein behind Caddy. PostgreSQL 16 "
         "with nightly pg_dump to object storage; restores are tested monthly.",
@@ -125,44 +129,46 @@ def test_duplicate_of_a_memory_raises_the_memory(vault: Path) -> None:
 def test_may_supersede_same_type_only(vault: Path) -> None:
     v = _open(vault)
     text = "Store all times in UTC and convert to Europe/Rome in the UI and in emails"
-    res = bank.retain(v, text, agent="ella", type_="decision")
+    res = retain.retain(v, text, agent="ella", type_="decision")
     assert (res.outcome, res.target) == ("may_supersede", "m-7f15c837")
     assert res.message == "may supersede m-7f15c837" and res.id and res.path
     assert _meta(vault, res.path)["may_supersede"] == "m-7f15c837"
-    other = bank.retain(v, text + " too", agent="lyra", type_="fact")
+    other = retain.retain(v, text + " too", agent="lyra", type_="fact")
     assert other.outcome == "inserted"  # related, but a different type
 
 
 def test_other_agents_pending_facts_are_not_duplicates(vault: Path) -> None:
     v = _open(vault)
-    bank.retain(v, "Marta is away until January", agent="ella", type_="user")
-    res = bank.retain(v, "Marta is away until January", agent="lyra", type_="user")
+    retain.retain(v, "Marta is away until January", agent="ella", type_="user")
+    res = retain.retain(v, "Marta is away until January", agent="lyra", type_="user")
     assert res.outcome == "inserted"
 
 
 def test_changed_number_is_never_a_duplicate(vault: Path) -> None:
     v = _open(vault)
-    first = bank.retain(v, "The walk-in reserve is 10% of each slot", agent="ella", type_="project")
-    res = bank.retain(v, "The walk-in reserve is 15% of each slot", agent="ella", type_="project")
+    first = retain.retain(
+        v, "The walk-in reserve is 10% of each slot", agent="ella", type_="project"
+    )
+    res = retain.retain(v, "The walk-in reserve is 15% of each slot", agent="ella", type_="project")
     assert (res.outcome, res.target) == ("may_supersede", first.id)
 
 
 def test_rejected_fact_absorbs_repeats(vault: Path) -> None:
     v = _open(vault)
-    first = bank.retain(v, "Deploys happen on Fridays", agent="ella", type_="project")
-    bank.set_status(v, vault / (first.path or ""), {"status": "rejected", "reason": "wrong"})
-    again = bank.retain(v, "Deploys happen on Fridays", agent="ella", type_="project")
+    first = retain.retain(v, "Deploys happen on Fridays", agent="ella", type_="project")
+    store.set_status(v, vault / (first.path or ""), {"status": "rejected", "reason": "wrong"})
+    again = retain.retain(v, "Deploys happen on Fridays", agent="ella", type_="project")
     assert (again.outcome, again.target) == ("duplicate", first.id)
     assert _meta(vault, first.path or "")["status"] == "rejected"
 
 
 def test_batch_dedupes_within_itself(vault: Path) -> None:
     v = _open(vault)
-    out = bank.retain_many(
+    out = retain.retain_many(
         v,
         [
-            bank.Proposal("Marta is away until January", "user", source="a"),
-            bank.Proposal("Marta is away until January.", "user", source="b"),
+            model.Proposal("Marta is away until January", "user", source="a"),
+            model.Proposal("Marta is away until January.", "user", source="b"),
         ],
         agent="ella",
     )
@@ -172,7 +178,7 @@ def test_batch_dedupes_within_itself(vault: Path) -> None:
 
 
 def test_dry_run_writes_nothing(vault: Path) -> None:
-    res = bank.retain(_open(vault), "Marta is away", agent="ella", type_="user", dry_run=True)
+    res = retain.retain(_open(vault), "Marta is away", agent="ella", type_="user", dry_run=True)
     assert res.outcome == "inserted" and res.dry_run and res.path is None
     assert not (vault / "agents/ella/bank").exists()
 
@@ -196,7 +202,7 @@ def test_retain_usage_errors(vault: Path, args: list[str], code: int) -> None:
 
 def test_retain_needs_a_known_agent(vault: Path) -> None:
     with pytest.raises(UnknownAgentError):
-        bank.retain(_open(vault), "x y z", agent="zed", type_="fact")
+        retain.retain(_open(vault), "x y z", agent="zed", type_="fact")
     assert run_cli("retain", "x", "--type", "fact", "--vault", str(vault)).exit_code == 2
 
 
@@ -229,9 +235,9 @@ def test_secret_is_refused_under_policy_refuse(vault: Path) -> None:
     toml = vault / "vaultmem.toml"
     toml.write_text(toml.read_text().replace('policy = "redact"', 'policy = "refuse"'))
     with pytest.raises(SecretRefusedError):
-        bank.retain_many(
+        retain.retain_many(
             _open(vault),
-            [bank.Proposal("a clean fact here", "fact"), bank.Proposal(f"key {KEY}", "fact")],
+            [model.Proposal("a clean fact here", "fact"), model.Proposal(f"key {KEY}", "fact")],
             agent="ella",
         )
     assert not (vault / "agents/ella/bank").exists()  # not even the clean one
@@ -246,32 +252,32 @@ def test_secret_is_refused_under_policy_refuse(vault: Path) -> None:
 
 def test_pending_for_read_own_agent_query_and_expiry(vault: Path) -> None:
     v = _open(vault)
-    a = bank.retain(v, "Stripe webhooks need an idempotency key", agent="ella", type_="failure")
-    b = bank.retain(v, "Marta is away until January", agent="ella", type_="user")
-    bank.retain(v, "Lyra prefers Tailwind for components", agent="lyra", type_="preference")
-    old = bank.retain(
+    a = retain.retain(v, "Stripe webhooks need an idempotency key", agent="ella", type_="failure")
+    b = retain.retain(v, "Marta is away until January", agent="ella", type_="user")
+    retain.retain(v, "Lyra prefers Tailwind for components", agent="lyra", type_="preference")
+    old = retain.retain(
         v, "The freeze lasts until Monday", agent="ella", type_="project", valid_until="2000-01-01"
     )
-    newest = bank.pending_for_read(v, "ella", None, 10)
+    newest = store.pending_for_read(v, "ella", None, 10)
     ids = [p.id for p in newest]
     assert set(ids) == {a.id, b.id}  # not lyra's, not the expired one
     assert old.id not in ids
     assert all(p.unreviewed and p.author == "ella" for p in newest)
-    ranked = bank.pending_for_read(v, "ella", "stripe idempotency", 1)
+    ranked = store.pending_for_read(v, "ella", "stripe idempotency", 1)
     assert [p.id for p in ranked] == [a.id] and ranked[0].score == 1.0
     assert ranked[0].to_dict()["unreviewed"] is True
-    assert bank.pending_for_read(v, "ella", None, 0) == []
-    assert bank.pending_count(v, "ella") == 2
-    assert bank.pending_count(v) == 3
+    assert store.pending_for_read(v, "ella", None, 0) == []
+    assert store.pending_count(v, "ella") == 2
+    assert store.pending_count(v) == 3
     assert (
-        bank.pending_for_read(v, "lyra", None, 5)[0].text == "Lyra prefers Tailwind for components"
+        store.pending_for_read(v, "lyra", None, 5)[0].text == "Lyra prefers Tailwind for components"
     )
 
 
 def test_quick_meta_reads_quoted_values() -> None:
-    meta, body = bank.quick_meta("---\nstatus: 'pending'\nid: \"b-1\"\n---\nhello\n") or ({}, "")
+    meta, body = store.quick_meta("---\nstatus: 'pending'\nid: \"b-1\"\n---\nhello\n") or ({}, "")
     assert meta == {"status": "pending", "id": "b-1"} and body == "hello\n"
-    assert bank.quick_meta("no frontmatter") is None
+    assert store.quick_meta("no frontmatter") is None
 
 
 # --- prune ----------------------------------------------------------------------------------
@@ -279,18 +285,18 @@ def test_quick_meta_reads_quoted_values() -> None:
 
 def test_prune_expires_old_and_past_valid_until(vault: Path) -> None:
     v = _open(vault)
-    old = bank.retain(v, "An old guess about caching", agent="ella", type_="fact")
-    fresh = bank.retain(v, "Marta is away until January", agent="ella", type_="user")
-    past = bank.retain(
+    old = retain.retain(v, "An old guess about caching", agent="ella", type_="fact")
+    fresh = retain.retain(v, "Marta is away until January", agent="ella", type_="user")
+    past = retain.retain(
         v, "Freeze until Monday", agent="lyra", type_="project", valid_until="2001-01-01"
     )
     later = datetime.now(UTC) + timedelta(days=61)
     # `fresh` was seen again "recently": last_seen keeps it alive
-    bank.set_status(v, vault / (fresh.path or ""), {"last_seen": later.isoformat()})
-    dry = bank.prune(v, older_than_days=60, now=later, dry_run=True)
+    store.set_status(v, vault / (fresh.path or ""), {"last_seen": later.isoformat()})
+    dry = prune.prune(v, older_than_days=60, now=later, dry_run=True)
     assert {f.id for f in dry.expired} == {old.id, past.id}
     assert _meta(vault, old.path or "")["status"] == "pending"
-    res = bank.prune(v, older_than_days=60, now=later)
+    res = prune.prune(v, older_than_days=60, now=later)
     assert {f.id for f in res.expired} == {old.id, past.id}
     meta = _meta(vault, old.path or "")
     assert meta["status"] == "expired" and "60 days" in str(meta["reason"])
@@ -300,7 +306,7 @@ def test_prune_expires_old_and_past_valid_until(vault: Path) -> None:
 
 def test_prune_cli(vault: Path) -> None:
     v = _open(vault)
-    f = bank.retain(
+    f = retain.retain(
         v, "Freeze until Monday", agent="ella", type_="project", valid_until="2001-01-01"
     )
     res = run_cli("bank", "prune", "--older-than", "60d", "--vault", str(vault), "--json")
@@ -322,7 +328,7 @@ def test_init_creates_review_page_and_retain_keeps_it_current(tmp_path: Path) ->
     assert "```dataview" in page.read_text() and "Nothing is waiting" in page.read_text()
     page.write_text(page.read_text() + "\nMy own notes stay here.\n")
     v = _open(root)
-    res = bank.retain(v, "Marta is away until January", agent="ella", type_="user")
+    res = retain.retain(v, "Marta is away until January", agent="ella", type_="user")
     text = page.read_text()
     assert f"`{res.id}`" in text and "[[agents/ella/bank/" in text
     assert "My own notes stay here." in text and "Nothing is waiting" not in text
@@ -332,12 +338,12 @@ def test_init_creates_review_page_and_retain_keeps_it_current(tmp_path: Path) ->
 
 def test_vault_without_review_page_is_left_alone(vault: Path) -> None:
     (vault / "Review.md").unlink()  # a person deleted it: vaultmem does not bring it back
-    bank.retain(_open(vault), "Marta is away", agent="ella", type_="user")
+    retain.retain(_open(vault), "Marta is away", agent="ella", type_="user")
     assert not (vault / "Review.md").exists()
 
 
 def test_example_vault_review_page_lists_new_pending_facts(vault: Path) -> None:
-    res = bank.retain(_open(vault), "Marta is away until January", agent="ella", type_="user")
+    res = retain.retain(_open(vault), "Marta is away until January", agent="ella", type_="user")
     assert f"`{res.id}`" in (vault / "Review.md").read_text()
 
 
@@ -346,7 +352,7 @@ def test_example_vault_review_page_lists_new_pending_facts(vault: Path) -> None:
 
 def _retain_worker(root: str, n: int) -> str:
     v = Vault.open(root)
-    return bank.retain(
+    return retain.retain(
         v, "Marta is away until January", agent="ella", type_="user", source=f"p{n}"
     ).outcome
 
@@ -364,31 +370,31 @@ def test_concurrent_retains_of_one_fact_write_one_note(vault: Path) -> None:
 
 def test_usage_error_class() -> None:
     with pytest.raises(UsageError):
-        bank.parse_date("31/01/2026")
+        clock.parse_date("31/01/2026")
 
 
 def test_pending_block_for_the_read_pack(vault: Path) -> None:
     v = _open(vault)
-    assert bank.pending_block(v, "ella") is None
+    assert store.pending_block(v, "ella") is None
     for n in range(7):
-        bank.retain(v, f"Fact number {n} about topic{n} stays", agent="ella", type_="fact")
-    bank.retain(v, "Lyra likes Tailwind", agent="lyra", type_="preference")
-    block = bank.pending_block(v, "ella")
+        retain.retain(v, f"Fact number {n} about topic{n} stays", agent="ella", type_="fact")
+    retain.retain(v, "Lyra likes Tailwind", agent="lyra", type_="preference")
+    block = store.pending_block(v, "ella")
     assert block is not None and block.total == 7 and len(block.facts) == 5  # [bank] read_limit
     assert block.text.count("- [unreviewed fact]") == 5 and "Tailwind" not in block.text
     assert "(5 of 7, newest)" in block.text
-    hit = bank.pending_block(v, "ella", "topic3", 1)
+    hit = store.pending_block(v, "ella", "topic3", 1)
     assert hit is not None and "topic3" in hit.text and hit.to_dict()["total"] == 7
 
 
 def test_newest_is_by_created_not_by_file_name(vault: Path) -> None:
     v = _open(vault)
-    z = bank.retain(v, "Zebra crossings are painted yearly", agent="ella", type_="fact")
-    a = bank.retain(v, "Apples are stocked on Mondays", agent="ella", type_="fact")
-    bank.set_status(v, vault / (z.path or ""), {"created": "2026-01-01T00:00:00Z"})
-    assert [p.id for p in bank.pending_for_read(v, "ella", None, 2)] == [a.id, z.id]
-    bank.set_status(v, vault / (a.path or ""), {"created": "2025-01-01T00:00:00Z"})
-    assert [p.id for p in bank.pending_for_read(v, "ella", None, 2)] == [z.id, a.id]
+    z = retain.retain(v, "Zebra crossings are painted yearly", agent="ella", type_="fact")
+    a = retain.retain(v, "Apples are stocked on Mondays", agent="ella", type_="fact")
+    store.set_status(v, vault / (z.path or ""), {"created": "2026-01-01T00:00:00Z"})
+    assert [p.id for p in store.pending_for_read(v, "ella", None, 2)] == [a.id, z.id]
+    store.set_status(v, vault / (a.path or ""), {"created": "2025-01-01T00:00:00Z"})
+    assert [p.id for p in store.pending_for_read(v, "ella", None, 2)] == [z.id, a.id]
 
 
 def test_read_helpers_stay_light(vault: Path) -> None:
@@ -396,13 +402,13 @@ def test_read_helpers_stay_light(vault: Path) -> None:
     import subprocess
     import sys
 
-    bank.retain(_open(vault), "Marta is away until January", agent="ella", type_="user")
+    retain.retain(_open(vault), "Marta is away until January", agent="ella", type_="user")
     code = (
         "import sys\n"
         "from vaultmem.core.vault import Vault\n"
-        "from vaultmem.bank import store as bank\n"
+        "from vaultmem.bank import store\n"
         f"v = Vault.open({str(vault)!r})\n"
-        "b = bank.pending_block(v, 'ella', 'marta')\n"
+        "b = store.pending_block(v, 'ella', 'marta')\n"
         "assert b is not None and b.total == 1, b\n"
         "heavy = [m for m in ('yaml', 'whoosh', 'anthropic', 'rich', 'typer') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
@@ -423,10 +429,10 @@ def test_retracted_memory_absorbs_repeats_and_private_memories_stay_private(vaul
     # lyra's private memory is neither a duplicate target for ella nor shown as similar
     lyra_note = next((vault / "agents/lyra/memory").glob("*.md"))
     lyra_text = notes.read(lyra_note).body.strip()
-    out = bank.retain(v, lyra_text, agent="ella", type_="preference")
+    out = retain.retain(v, lyra_text, agent="ella", type_="preference")
     assert out.outcome == "inserted"
     assert all(m.path != v.rel(lyra_note) for m in out.similar)
-    mine = bank.retain(v, lyra_text, agent="lyra", type_="preference")
+    mine = retain.retain(v, lyra_text, agent="lyra", type_="preference")
     assert mine.outcome == "duplicate" and mine.path == v.rel(lyra_note)
 
 
@@ -436,7 +442,7 @@ def test_read_only_review_page_does_not_fail_retain(tmp_path: Path) -> None:
     page = root / "Review.md"
     before = page.read_text()
     with read_only(page, recursive=False), read_only(root, recursive=False):
-        res = bank.retain(_open(root), "Marta is away until January", agent="ella", type_="user")
+        res = retain.retain(_open(root), "Marta is away until January", agent="ella", type_="user")
     assert res.outcome == "inserted"
     assert page.read_text() == before
 
@@ -458,5 +464,5 @@ def test_similarity_is_bounded_and_reflexive(a: str, b: str) -> None:
 def test_derive_name_is_always_a_valid_fact_name(text: str) -> None:
     from vaultmem.memory.facts import validate_fact_name
 
-    name = bank.derive_name(text)
+    name = model.derive_name(text)
     assert validate_fact_name(name) == name

@@ -10,7 +10,7 @@ from vaultmem.app.status import status
 from vaultmem.core import notes
 from vaultmem.core.errors import IntegrityError, NotFoundError, UsageError
 from vaultmem.core.vault import Vault
-from vaultmem.memory import facts as memory
+from vaultmem.memory import facts
 
 
 def open_v(path: Path) -> Vault:
@@ -19,7 +19,7 @@ def open_v(path: Path) -> Vault:
 
 def test_remember_writes_note_and_index_line(vault: Path) -> None:
     v = open_v(vault)
-    fact = memory.remember(
+    fact = facts.remember(
         v, "Deploys happen on Mondays.", name="Deploy day", type_="project", description="Mondays"
     )
     note = notes.read(vault / fact.path)
@@ -35,19 +35,19 @@ def test_remember_writes_note_and_index_line(vault: Path) -> None:
 
 def test_same_name_gets_new_slug(vault: Path) -> None:
     v = open_v(vault)
-    a = memory.remember(v, "one", name="Same", type_="fact")
-    b = memory.remember(v, "two", name="Same", type_="fact")
+    a = facts.remember(v, "one", name="Same", type_="fact")
+    b = facts.remember(v, "two", name="Same", type_="fact")
     assert a.path == "memory/same.md" and b.path == "memory/same-2.md"
     assert (vault / a.path).read_text().rstrip().endswith("one")
 
 
 def test_agent_scope(vault: Path) -> None:
     v = open_v(vault)
-    fact = memory.remember(v, "x", name="Private", type_="fact", scope="agent", agent="lyra")
+    fact = facts.remember(v, "x", name="Private", type_="fact", scope="agent", agent="lyra")
     assert fact.path == "agents/lyra/memory/private.md" and fact.agent == "lyra"
     assert "[[agents/lyra/memory/private|Private]]" in (vault / "agents/lyra/MEMORY.md").read_text()
     with pytest.raises(UsageError, match="needs an agent"):
-        memory.remember(v, "x", name="P2", type_="fact", scope="agent")
+        facts.remember(v, "x", name="P2", type_="fact", scope="agent")
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,7 @@ def test_agent_scope(vault: Path) -> None:
 def test_bad_fact_names_change_nothing(vault: Path, name: str) -> None:
     before = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file()}
     with pytest.raises(UsageError):
-        memory.remember(open_v(vault), "text", name=name, type_="fact")
+        facts.remember(open_v(vault), "text", name=name, type_="fact")
     after = {
         p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".vaultmem" not in p.parts
     }
@@ -65,9 +65,9 @@ def test_bad_fact_names_change_nothing(vault: Path, name: str) -> None:
 
 def test_unknown_type_and_empty_text(vault: Path) -> None:
     with pytest.raises(UsageError, match="unknown fact type"):
-        memory.remember(open_v(vault), "t", name="n", type_="gossip")
+        facts.remember(open_v(vault), "t", name="n", type_="gossip")
     with pytest.raises(UsageError, match="empty"):
-        memory.remember(open_v(vault), "  \n", name="n", type_="fact")
+        facts.remember(open_v(vault), "  \n", name="n", type_="fact")
 
 
 def test_human_edits_to_index_survive(vault: Path) -> None:
@@ -77,7 +77,7 @@ def test_human_edits_to_index_survive(vault: Path) -> None:
     custom = "\n".join([lines[0], "", "## People", "<!-- keep this -->", *reversed(lines[4:8]), ""])
     index.write_text(custom + "\n")
     v = open_v(vault)
-    fact = memory.remember(v, "t", name="New fact", type_="fact")
+    fact = facts.remember(v, "t", name="New fact", type_="fact")
     text = index.read_text()
     assert text.startswith(custom.rstrip("\n") + "\n")
     assert text.rstrip().endswith(f"[[memory/{Path(fact.path).stem}|New fact]] — t")
@@ -85,13 +85,13 @@ def test_human_edits_to_index_survive(vault: Path) -> None:
 
 def test_retract_keeps_note_and_moves_line(vault: Path) -> None:
     v = open_v(vault)
-    fact = memory.remember(v, "Wrong", name="Bad fact", type_="fact")
+    fact = facts.remember(v, "Wrong", name="Bad fact", type_="fact")
     note_path = vault / fact.path
     # a person adds their own key and body text first
     note_path.write_text(
         notes.set_frontmatter(note_path.read_text(), {"reviewed_by": "chiara"}) + "\nMy note.\n"
     )
-    memory.retract(v, fact.id, why="it was wrong")
+    facts.retract(v, fact.id, why="it was wrong")
     note = notes.read(note_path)
     assert note.meta["status"] == "retracted" and note.meta["retract_reason"] == "it was wrong"
     assert note.meta["reviewed_by"] == "chiara" and "My note." in note.body
@@ -99,13 +99,13 @@ def test_retract_keeps_note_and_moves_line(vault: Path) -> None:
     head, retracted = index.split("## Retracted")
     assert "bad-fact" not in head and "[[memory/bad-fact|Bad fact]]" in retracted
     assert "it was wrong" in retracted
-    assert fact.id not in {f.id for f in memory.list_facts(v, include_inactive=False)}
+    assert fact.id not in {f.id for f in facts.list_facts(v, include_inactive=False)}
 
 
 def test_supersedes(vault: Path) -> None:
     v = open_v(vault)
-    old = memory.remember(v, "Launch in March", name="Launch date", type_="project")
-    new = memory.remember(
+    old = facts.remember(v, "Launch in March", name="Launch date", type_="project")
+    new = facts.remember(
         v, "Launch in April", name="Launch date", type_="project", supersedes=old.id
     )
     assert notes.read(vault / old.path).meta["status"] == "superseded"
@@ -118,20 +118,20 @@ def test_supersedes(vault: Path) -> None:
 def test_supersedes_unknown_writes_nothing(vault: Path) -> None:
     before = (vault / "memory/MEMORY.md").read_text()
     with pytest.raises(NotFoundError):
-        memory.remember(open_v(vault), "x", name="X", type_="fact", supersedes="m-nope")
+        facts.remember(open_v(vault), "x", name="X", type_="fact", supersedes="m-nope")
     assert (vault / "memory/MEMORY.md").read_text() == before
     assert not (vault / "memory/x.md").exists()
 
 
 def test_forget(vault: Path) -> None:
     v = open_v(vault)
-    fact = memory.remember(v, "secret stuff", name="Gone soon", type_="user")
-    result = memory.forget(v, fact.id)
+    fact = facts.remember(v, "secret stuff", name="Gone soon", type_="user")
+    result = facts.forget(v, fact.id)
     assert result.index_line_removed
     assert not (vault / fact.path).exists()
     assert "gone-soon" not in (vault / "memory/MEMORY.md").read_text()
     with pytest.raises(NotFoundError):
-        memory.forget(v, fact.id)
+        facts.forget(v, fact.id)
 
 
 def test_retract_broken_frontmatter_changes_nothing(vault: Path) -> None:
@@ -139,7 +139,7 @@ def test_retract_broken_frontmatter_changes_nothing(vault: Path) -> None:
     path.write_text("---\nname: [broken\n---\nbody\n")
     index_before = (vault / "memory/MEMORY.md").read_text()
     with pytest.raises(IntegrityError, match=r"project-orbit\.md"):
-        memory.retract(open_v(vault), "project-orbit", why="x")
+        facts.retract(open_v(vault), "project-orbit", why="x")
     assert path.read_text() == "---\nname: [broken\n---\nbody\n"
     assert (vault / "memory/MEMORY.md").read_text() == index_before
 
@@ -147,7 +147,7 @@ def test_retract_broken_frontmatter_changes_nothing(vault: Path) -> None:
 def test_mangled_index_is_refused(vault: Path) -> None:
     (vault / "memory/MEMORY.md").write_bytes(b"# Memory\n\xff\xfe garbage\n")
     with pytest.raises(IntegrityError, match=r"MEMORY\.md"):
-        memory.remember(open_v(vault), "t", name="T", type_="fact")
+        facts.remember(open_v(vault), "t", name="T", type_="fact")
     assert not (vault / "memory/t.md").exists()
 
 

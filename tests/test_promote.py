@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, run_proc
 
-from vaultmem.bank import review
-from vaultmem.bank import store as bank
+from vaultmem.bank import retain, review, store
 from vaultmem.core import notes
 from vaultmem.core.errors import ReviewRefusedError, UsageError
 from vaultmem.core.vault import Vault
-from vaultmem.memory import facts as memory
+from vaultmem.memory import facts
 
 
 def _open(path: Path) -> Vault:
@@ -21,13 +20,13 @@ def _open(path: Path) -> Vault:
 
 
 def _retain(vault: Path, text: str, type_: str = "preference", agent: str = "ella") -> str:
-    res = bank.retain(_open(vault), text, agent=agent, type_=type_, source="session-7")
+    res = retain.retain(_open(vault), text, agent=agent, type_=type_, source="session-7")
     assert res.id
     return res.id
 
 
 def _bank_meta(vault: Path, fact_id: str) -> dict[str, object]:
-    _path, note = bank.find_bank(_open(vault), fact_id)
+    _path, note = store.find_bank(_open(vault), fact_id)
     return note.meta
 
 
@@ -84,8 +83,8 @@ def test_approve_agent_scope_and_supersede(vault: Path) -> None:
     fid = _retain(vault, "Every migration must be reversible and tested on staging too", "project")
     res = promote(vault, "approve", fid, "--reviewer", "chiara", "--scope", "agent")
     assert res.exit_code == 0, res.stderr  # type: ignore[attr-defined]
-    facts = [f for f in memory.list_facts(_open(vault)) if f.agent == "ella"]
-    assert any(f.text.startswith("Every migration must be reversible") for f in facts)
+    found = [f for f in facts.list_facts(_open(vault)) if f.agent == "ella"]
+    assert any(f.text.startswith("Every migration must be reversible") for f in found)
     assert "Every migration must be reversible" in (vault / "agents/ella/MEMORY.md").read_text()
     sup = _retain(
         vault, "Store all times in UTC and convert to Europe/Rome in the UI and emails", "decision"
@@ -108,7 +107,7 @@ def test_reject_keeps_the_note_with_reason(vault: Path) -> None:
     assert meta["rejected_by"] == "chiara"
     empty = promote(vault, "reject", fid, "--why", " ", "--reviewer", "chiara")
     assert empty.exit_code == 2  # type: ignore[attr-defined]
-    assert bank.pending_count(_open(vault)) == 0
+    assert store.pending_count(_open(vault)) == 0
 
 
 def test_merge_appends_to_the_memory_and_keeps_human_edits(vault: Path) -> None:
@@ -210,7 +209,7 @@ def test_default_reviewer_from_config(vault: Path) -> None:
 
 def test_no_self_approval(vault: Path) -> None:
     fid = _retain(vault, "Chiara wants migrations reviewed before Friday")
-    path, note = bank.find_bank(_open(vault), fid)
+    path, note = store.find_bank(_open(vault), fid)
     path.write_text(notes.set_frontmatter(note.text, {"author": "chiara"}))
     with pytest.raises(ReviewRefusedError, match="cannot approve"):
         review.approve(_open(vault), fid, reviewer="chiara")
@@ -228,7 +227,7 @@ def test_unknown_fact_is_not_found(vault: Path) -> None:
 
 
 def _set(vault: Path, fid: str, **updates: object) -> None:
-    path, note = bank.find_bank(_open(vault), fid)
+    path, note = store.find_bank(_open(vault), fid)
     path.write_text(notes.set_frontmatter(note.text, updates))
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from vaultmem.bank import store as bank
+from vaultmem.bank import retain, store
 from vaultmem.core import notes
 from vaultmem.core.vault import Vault
 
@@ -133,14 +133,14 @@ def _queue(vault: Path) -> dict[str, str]:
     }
     ids = {}
     for key, (text, kind) in facts.items():
-        res = bank.retain(v, text, agent="ella", type_=kind, source="s1")
+        res = retain.retain(v, text, agent="ella", type_=kind, source="s1")
         assert res.id
         ids[key] = res.id
     return ids
 
 
 def _meta(vault: Path, fid: str) -> dict[str, object]:
-    return bank.find_bank(Vault.open(vault), fid)[1].meta
+    return store.find_bank(Vault.open(vault), fid)[1].meta
 
 
 @pytest.mark.slow
@@ -218,7 +218,7 @@ def test_interactive_review_approve_edit_merge_reject_quit(vault: Path, tmp_path
 
     e = _meta(vault, ids["e"])
     assert e["status"] == "pending" and "approved_by" not in e
-    assert bank.pending_count(Vault.open(vault)) == 1
+    assert store.pending_count(Vault.open(vault)) == 1
 
 
 @pytest.mark.slow
@@ -248,7 +248,7 @@ def test_end_of_input_quits(vault: Path, tmp_path: Path) -> None:
     os.write(term.master, b"\x04")  # Ctrl-D
     term.expect(r"Done: 0 decided")
     assert term.finish() == 0
-    assert bank.pending_count(Vault.open(vault)) == 5
+    assert store.pending_count(Vault.open(vault)) == 5
 
 
 @pytest.mark.slow
@@ -257,7 +257,7 @@ def test_agent_in_environment_is_refused_before_the_queue(vault: Path, tmp_path:
     term = _spawn(vault, tmp_path, "--reviewer", "chiara", env={"VAULTMEM_AGENT": "ella"})
     term.expect(r"refused: an agent \(ella\) is acting")
     assert term.finish() == 8
-    assert bank.pending_count(Vault.open(vault)) == 5
+    assert store.pending_count(Vault.open(vault)) == 5
 
 
 def test_interactive_needs_a_terminal(vault: Path) -> None:
@@ -272,7 +272,7 @@ def test_interactive_needs_a_terminal(vault: Path) -> None:
 def test_supersede_prompt_and_json_summary_on_stdout(vault: Path, tmp_path: Path) -> None:
     v = Vault.open(vault)
     text = "Store all times in UTC and convert to Europe/Rome in the UI and in emails"
-    res = bank.retain(v, text, agent="ella", type_="decision")
+    res = retain.retain(v, text, agent="ella", type_="decision")
     assert res.outcome == "may_supersede" and res.target == "m-7f15c837"
     term = _spawn(vault, tmp_path, "--reviewer", "chiara", "--json", pipe_stdout=True)
     term.expect(r"may supersede m-7f15c837")

@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import run_cli
 
 from vaultmem.app.pack import read_pack
-from vaultmem.bank import store as bank
+from vaultmem.bank import retain
 from vaultmem.core.vault import Vault
 
 
@@ -35,8 +35,8 @@ def test_query_adds_recall_hits_with_provenance(vault: Path) -> None:
 
 def test_pending_facts_are_the_agents_own_and_marked(vault: Path) -> None:
     v = Vault.open(vault)
-    bank.retain(v, "The staging database is reset every Sunday night", agent="ella", type_="fact")
-    bank.retain(v, "Storybook runs on port 6006 in dev", agent="lyra", type_="reference")
+    retain.retain(v, "The staging database is reset every Sunday night", agent="ella", type_="fact")
+    retain.retain(v, "Storybook runs on port 6006 in dev", agent="lyra", type_="reference")
     ella = read_pack(v, "ella", peek=True)
     pending = {s.key: s for s in ella.sections}["pending"]
     assert "staging database" in pending.text and "Storybook" not in pending.text
@@ -72,7 +72,7 @@ def test_approved_bank_note_leaves_recall_once_it_is_memory(vault: Path) -> None
     from vaultmem.recall.query import recall
 
     v = Vault.open(vault)
-    res = bank.retain(v, "The quokka endpoint returns 418 on purpose", agent="ella", type_="fact")
+    res = retain.retain(v, "The quokka endpoint returns 418 on purpose", agent="ella", type_="fact")
     assert res.path
     before = [(h.kind, h.path) for h in recall(v, "quokka endpoint").hits]
     assert before[0] == ("bank", res.path)

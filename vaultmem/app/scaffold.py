@@ -10,13 +10,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from string import Template
 
+from vaultmem.core import clock
 from vaultmem.core.config import CONFIG_NAME, SUPPORTED_LANGUAGES, load_config, parse_config
 from vaultmem.core.errors import UsageError, VaultError
 from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.templates import template
 from vaultmem.core.vault import STATE_DIR, Vault, validate_name
-from vaultmem.memory.facts import now_iso
 
 
 @dataclass(frozen=True)
@@ -27,18 +27,6 @@ class InitResult:
     reviewers_added: tuple[str, ...]
     adopted_notes: int  # markdown notes that were already there
     existed: bool  # a vaultmem.toml was already there
-
-
-def templates_dir() -> Path:
-    package = Path(__file__).resolve().parent.parent
-    packaged = package / "_templates"  # inside the wheel (hatch force-include)
-    return packaged if packaged.is_dir() else package.parent / "templates"
-
-
-def template(template_name: str, **values: str) -> str:
-    return Template((templates_dir() / template_name).read_text(encoding="utf-8")).substitute(
-        values
-    )
 
 
 def _toml_list(names: list[str]) -> str:
@@ -129,7 +117,7 @@ def init_vault(
 
     vault = Vault.open(root)
     created: list[str] = [CONFIG_NAME] if not existed else []
-    stamp = now_iso()
+    stamp = clock.stamp()
 
     def make(rel: str, content: str) -> None:
         target = vault.path(rel)
@@ -137,11 +125,8 @@ def init_vault(
             created.append(rel)
 
     make("Start.md", template("Start.md"))
-    from vaultmem.bank.store import (  # layer 2: pending facts
-        REVIEW_PAGE,
-        list_bank,
-        review_page_text,
-    )
+    from vaultmem.bank.review_page import REVIEW_PAGE, review_page_text  # layer 2
+    from vaultmem.bank.store import list_bank
 
     make(REVIEW_PAGE, review_page_text(list_bank(vault)))
     make("memory/MEMORY.md", template("memory/MEMORY.md"))

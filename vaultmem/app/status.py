@@ -12,7 +12,7 @@ from typing import Any
 from vaultmem.core import notes
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
-from vaultmem.memory import facts as memory
+from vaultmem.memory import facts, lines
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def memory_problems(vault: Vault) -> list[Problem]:
         index = vault.index_for(scope)
         rel_index = vault.rel(index)
         try:
-            targets = memory.index_targets(vault, scope)
+            targets = lines.index_targets(vault, scope)
         except VaultmemError as exc:
             problems.append(Problem(rel_index, "bad-encoding", exc.message))
             continue
@@ -77,7 +77,7 @@ def memory_problems(vault: Vault) -> list[Problem]:
                 )
             else:
                 indexed.add(f"{found}.md")
-    for path, _agent in memory.fact_files(vault):
+    for path, _agent in facts.fact_files(vault):
         rel = vault.rel(path)
         try:
             note = notes.read(path)
@@ -120,9 +120,9 @@ def identity_problems(vault: Vault) -> list[Problem]:
 
 
 def status(vault: Vault) -> StatusReport:
-    facts = memory.list_facts(vault)
-    by_type = Counter(f.type or "(none)" for f in facts)
-    by_status = Counter(f.status for f in facts)
+    known = facts.list_facts(vault)
+    by_type = Counter(f.type or "(none)" for f in known)
+    by_status = Counter(f.status for f in known)
     problems = identity_problems(vault) + memory_problems(vault)
     from vaultmem.nexus.check import tail_problems  # layer 3: torn log tails (cheap, no crypto)
 

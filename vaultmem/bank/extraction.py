@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.bank.store import BANK_TYPES as FACT_TYPES
-from vaultmem.bank.store import MAX_TEXT, TAG_RE
+from vaultmem.bank.model import BANK_TYPES as FACT_TYPES
+from vaultmem.bank.model import MAX_TEXT
 from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
 from vaultmem.core.errors import LLMError, UsageError
+from vaultmem.core.tags import is_tag
 
 TOOL_NAME = "record_facts"
 MAX_QUOTE_LINES = 12
@@ -266,8 +267,7 @@ def _parse_reply(
             dict.fromkeys(
                 clean
                 for t in (raw_tags if isinstance(raw_tags, list) else [])
-                if isinstance(t, str)
-                and TAG_RE.match(clean := t.strip().lstrip("#").replace(" ", "-"))
+                if isinstance(t, str) and is_tag(clean := t.strip().lstrip("#").replace(" ", "-"))
             )
         )
         out.append(

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.bank import store as bank
-from vaultmem.core import notes
+from vaultmem.bank import dedupe, model, review_page, store
+from vaultmem.core import clock, notes
 from vaultmem.core.errors import ReviewRefusedError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.similarity import normalise, signature
 from vaultmem.core.vault import Vault, validate_name
-from vaultmem.memory import facts as memory
+from vaultmem.memory import facts
 
 REVIEWABLE = ("pending", "expired")
 
@@ -30,9 +30,9 @@ class Decision:
     """What one review action did."""
 
     action: str  # "approved", "merged", "rejected", "edited"
-    fact: bank.BankFact  # the bank fact after the action
+    fact: model.BankFact  # the bank fact after the action
     reviewer: str
-    memory: memory.Fact | None = None  # the memory it became (or was merged into)
+    memory: facts.Fact | None = None  # the memory it became (or was merged into)
     decision_log: str | None = None  # id of the decision-log entry, when one was written
     warnings: tuple[str, ...] = ()
 
@@ -77,8 +77,8 @@ class ApplyReport:
 
 @dataclass(frozen=True)
 class QueueItem:
-    fact: bank.BankFact
-    similar: tuple[bank.Match, ...]
+    fact: model.BankFact
+    similar: tuple[model.Match, ...]
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.fact.to_dict(), "similar": [m.to_dict() for m in self.similar]}
@@ -116,19 +116,19 @@ def resolve_reviewer(vault: Vault, reviewer: str | None, *, acting_agent: str | 
     return name
 
 
-def _not_self(fact: bank.BankFact, reviewer: str) -> None:
+def _not_self(fact: model.BankFact, reviewer: str) -> None:
     if fact.author == reviewer:
         raise ReviewRefusedError(
             f"refused: {reviewer} proposed {fact.id} and cannot approve it", "ask another reviewer"
         )
 
 
-def _load(vault: Vault, ref: str) -> tuple[Path, bank.BankFact]:
-    path, note = bank.find_bank(vault, ref)
-    return path, bank.fact_from_note(vault, path, note)
+def _load(vault: Vault, ref: str) -> tuple[Path, model.BankFact]:
+    path, note = store.find_bank(vault, ref)
+    return path, model.fact_from_note(vault, path, note)
 
 
-def _reviewable(fact: bank.BankFact, allowed: tuple[str, ...] = REVIEWABLE) -> None:
+def _reviewable(fact: model.BankFact, allowed: tuple[str, ...] = REVIEWABLE) -> None:
     if fact.status not in allowed:
         where = f" as {fact.memory}" if fact.memory else ""
         raise UsageError(
@@ -137,7 +137,7 @@ def _reviewable(fact: bank.BankFact, allowed: tuple[str, ...] = REVIEWABLE) -> N
         )
 
 
-def _link(vault: Vault, fact: memory.Fact) -> str:
+def _link(vault: Vault, fact: facts.Fact) -> str:
     return f"[[{fact.path.removesuffix('.md')}|{fact.name}]]"
 
 
@@ -148,15 +148,15 @@ def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) ->
     """Pending facts, oldest first, each with the memories most like it."""
     if agent:
         vault.require_agent(agent)
-    facts = bank.list_bank(vault, agent=agent)
+    facts = store.list_bank(vault, agent=agent)
     if not facts or similar <= 0:
         return [QueueItem(f, ()) for f in facts]
     by_author: dict[str, list[Any]] = {}
     out = []
     for fact in sorted(facts, key=lambda f: (f.created, f.path)):
         if fact.author not in by_author:  # shared memories and the author's own
-            by_author[fact.author] = bank._memory_candidates(vault, fact.author)
-        ranked = bank.rank_matches(signature(fact.text), by_author[fact.author], 0.2)
+            by_author[fact.author] = dedupe.memory_candidates(vault, fact.author)
+        ranked = dedupe.rank_matches(signature(fact.text), by_author[fact.author], 0.2)
         out.append(QueueItem(fact, tuple(m for m, _c in ranked[:similar])))
     return out
 
@@ -165,7 +165,7 @@ def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) ->
 
 
 def _decision_log(
-    vault: Vault, fact: bank.BankFact, reviewer: str, made: memory.Fact
+    vault: Vault, fact: model.BankFact, reviewer: str, made: facts.Fact
 ) -> tuple[str | None, str | None]:
     """An approved `decision` also goes on the decision log: (entry id, warning).
 
@@ -194,7 +194,7 @@ def _decision_log(
 def _approve(
     vault: Vault,
     path: Path,
-    fact: bank.BankFact,
+    fact: model.BankFact,
     reviewer: str,
     *,
     scope: str,
@@ -203,9 +203,9 @@ def _approve(
     supersedes: str | None = None,
 ) -> Decision:
     _not_self(fact, reviewer)
-    if scope not in memory.SCOPES:
+    if scope not in facts.SCOPES:
         raise UsageError(f"unknown scope {scope!r}", "use shared or agent")
-    stamp = bank.now_iso()
+    stamp = clock.stamp()
     extra: dict[str, Any] = {
         "approved_by": reviewer,
         "approved_at": stamp,
@@ -218,7 +218,7 @@ def _approve(
         extra["tags"] = list(fact.tags)
     if fact.valid_until:
         extra["valid_until"] = fact.valid_until
-    made = memory.remember(
+    made = facts.remember(
         vault,
         fact.text,
         name=(name or fact.name).strip(),
@@ -231,7 +231,7 @@ def _approve(
         extra=extra,
     )
     try:
-        after = bank.set_status(
+        after = store.set_status(
             vault,
             path,
             {
@@ -244,11 +244,11 @@ def _approve(
             },
         )
     except BaseException:
-        memory.forget(vault, made.id)  # never leave a memory whose bank note still says pending
+        facts.forget(vault, made.id)  # never leave a memory whose bank note still says pending
         raise
     logged, warning = _decision_log(vault, after, reviewer, made)
     if logged:
-        after = bank.set_status(vault, path, {"decision_id": logged})
+        after = store.set_status(vault, path, {"decision_id": logged})
     return Decision("approved", after, reviewer, made, logged, (warning,) if warning else ())
 
 
@@ -269,7 +269,7 @@ def approve(
     it superseded by the new one.
     """
     who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
-    with bank.bank_lock(vault):
+    with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
         decision = _approve(
@@ -282,12 +282,12 @@ def approve(
             description=description,
             supersedes=supersedes,
         )
-        bank.refresh_review_page(vault)
+        review_page.refresh_review_page(vault)
     return decision
 
 
 def _reason(why: str | None) -> str:
-    reason = memory.one_line(why or "", 500, "reason")
+    reason = facts.one_line(why or "", 500, "reason")
     if not reason:
         raise UsageError("a rejection needs a reason", "pass --why 'what is wrong with it'")
     return reason
@@ -304,18 +304,18 @@ def reject(
     """Keep the bank note, `status: rejected` with the reason: retain will not propose it again."""
     who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
     reason = _reason(why)
-    with bank.bank_lock(vault):
+    with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
         _not_self(fact, who)
         decision = _reject(vault, path, who, reason)
-        bank.refresh_review_page(vault)
+        review_page.refresh_review_page(vault)
     return decision
 
 
 def _reject(vault: Vault, path: Path, reviewer: str, reason: str) -> Decision:
-    stamp = bank.now_iso()
-    after = bank.set_status(
+    stamp = clock.stamp()
+    after = store.set_status(
         vault,
         path,
         {
@@ -339,13 +339,13 @@ def merge(
 ) -> Decision:
     """Fold a bank fact into an existing memory: its text under the memory's body, evidence summed."""
     who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
-    with bank.bank_lock(vault):
+    with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
         _not_self(fact, who)
-        stamp = bank.now_iso()
-        with bank.memory_lock(vault):
-            mpath, mnote = memory.find_fact(vault, into)
+        stamp = clock.stamp()
+        with store.memory_lock(vault):
+            mpath, mnote = facts.find_fact(vault, into)
             notes.require_ok(mnote, mpath)
             if str(mnote.meta.get("status") or "active") != "active":
                 raise UsageError(
@@ -357,11 +357,11 @@ def merge(
             if normalise(fact.text) not in normalise(body):
                 body = body.rstrip("\n") + f"\n\n{fact.text}\n"
             head = old[: len(old) - len(mnote.body)] if mnote.body else old
-            sources = list(bank._as_list(mnote.meta.get("source")))
+            sources = list(model.as_list(mnote.meta.get("source")))
             sources += [s for s in fact.sources if s not in sources]
-            merged_from = [*bank._as_list(mnote.meta.get("merged_from")), fact.id]
+            merged_from = [*model.as_list(mnote.meta.get("merged_from")), fact.id]
             updates: dict[str, Any] = {
-                "evidence": bank._as_int(mnote.meta.get("evidence")) + fact.evidence,
+                "evidence": model.as_int(mnote.meta.get("evidence")) + fact.evidence,
                 "merged_from": merged_from,
                 "updated": stamp,
             }
@@ -369,9 +369,9 @@ def merge(
                 updates["source"] = sources
             new = notes.set_frontmatter(head + body, updates, path=mpath)
             atomic_write(mpath, new)
-            target = memory.list_facts(vault)
+            target = facts.list_facts(vault)
             merged_fact = next(f for f in target if f.path == vault.rel(mpath))
-        after = bank.set_status(
+        after = store.set_status(
             vault,
             path,
             {
@@ -384,7 +384,7 @@ def merge(
                 "updated": stamp,
             },
         )
-        bank.refresh_review_page(vault)
+        review_page.refresh_review_page(vault)
     return Decision("merged", after, who, merged_fact)
 
 
@@ -404,21 +404,21 @@ def edit(
     from vaultmem.core.secrets import apply_policy
 
     clean, _findings = apply_policy(clean, vault.config.secrets.policy, what="edited fact")
-    with bank.bank_lock(vault):
+    with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
         old = read_text(path, what="bank note")
         note = notes.require_ok(notes.parse(old), path)
-        _text, quote = bank.split_body(note.body)
+        _text, quote = model.split_body(note.body)
         body = f"\n{clean}\n"
         if quote:
-            body += f"\n{bank.EVIDENCE_HEADING}\n\n{quote}\n"
+            body += f"\n{model.EVIDENCE_HEADING}\n\n{quote}\n"
         head = old[: len(old) - len(note.body)] if note.body else old
         new = notes.set_frontmatter(
-            head + body, {"edited_by": who, "updated": bank.now_iso()}, path=path
+            head + body, {"edited_by": who, "updated": clock.stamp()}, path=path
         )
         atomic_write(path, new)
-        after = bank.fact_from_note(vault, path, notes.read(path))
+        after = model.fact_from_note(vault, path, notes.read(path))
     return Decision("edited", after, who)
 
 
@@ -439,9 +439,9 @@ def apply(
     done: list[Decision] = []
     problems: list[ApplyProblem] = []
     planned: list[tuple[str, str]] = []
-    with bank.bank_lock(vault):
-        for path, _owner in bank.bank_files(vault):
-            quick = bank._read_quick(path)
+    with store.bank_lock(vault):
+        for path, _owner in store.bank_files(vault):
+            quick = store.read_quick(path)
             if quick is None or quick[0].get("status") not in ("approved", "rejected"):
                 continue
             try:
@@ -450,7 +450,7 @@ def apply(
                 problems.append(ApplyProblem(vault.rel(path), quick[0].get("id", ""), str(exc)))
                 continue
             meta = note.meta
-            fact = bank.fact_from_note(vault, path, note)
+            fact = model.fact_from_note(vault, path, note)
             if fact.status == "approved" and not meta.get("memory") and not meta.get("memory_id"):
                 action = "approve"
             elif fact.status == "rejected" and not meta.get("rejected_at"):
@@ -486,7 +486,7 @@ def apply(
             except VaultmemError as exc:
                 problems.append(ApplyProblem(fact.path, fact.id, str(exc)))
         if done:
-            bank.refresh_review_page(vault)
+            review_page.refresh_review_page(vault)
     return ApplyReport(tuple(done), tuple(problems), tuple(planned), dry_run)
 
 

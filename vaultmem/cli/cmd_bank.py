@@ -134,7 +134,7 @@ def retain(
             "retain needs --type",
             "one of: decision, fact, failure, preference, user, project, reference",
         )
-    from vaultmem.bank.store import retain as do_retain
+    from vaultmem.bank.retain import retain as do_retain
 
     res = do_retain(
         v,
@@ -158,7 +158,8 @@ def _retain_from(
     v: Any, agent: str, path: str, source: str | None, tags: list[str], dry_run: bool, as_json: bool
 ) -> None:
     from vaultmem.bank.extraction import extract_facts
-    from vaultmem.bank.store import Proposal, retain_many
+    from vaultmem.bank.model import Proposal
+    from vaultmem.bank.retain import retain_many
     from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
     from vaultmem.core.errors import NotFoundError
     from vaultmem.core.fsio import read_text
@@ -274,8 +275,9 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List bank facts (default: the review queue), with the memories most like each."""
+    from vaultmem.bank.model import STATUSES
     from vaultmem.bank.review import QueueItem, review_queue
-    from vaultmem.bank.store import STATUSES, list_bank
+    from vaultmem.bank.store import list_bank
     from vaultmem.core.errors import UsageError
 
     v = open_vault(vault)
@@ -459,8 +461,8 @@ def prune(
     as_json: JsonOpt = False,
 ) -> None:
     """Move stale pending facts (and those past valid_until) to status: expired. Deletes nothing."""
+    from vaultmem.bank.prune import prune as do_prune
     from vaultmem.bank.review import parse_age
-    from vaultmem.bank.store import prune as do_prune
 
     days = parse_age(older_than) if older_than else None
     result = do_prune(open_vault(vault), older_than_days=days, agent=agent, dry_run=dry_run)

@@ -12,6 +12,8 @@ def templates_dir() -> Path:
     return packaged if packaged.is_dir() else package.parent / "templates"
 
 
-def template(name: str, **values: str) -> str:
+def template(template_name: str, /, **values: str) -> str:
     """A template's text with `$name` placeholders filled in."""
-    return Template((templates_dir() / name).read_text(encoding="utf-8")).substitute(values)
+    return Template((templates_dir() / template_name).read_text(encoding="utf-8")).substitute(
+        values
+    )

@@ -186,7 +186,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         """Propose a fact worth keeping (decision, fact, failure, preference, user, project,
         reference) into your bank; a person reviews it before it becomes memory. Says
         inserted, duplicate <id> or may_supersede <id>."""
-        from vaultmem.bank.store import retain as do_retain
+        from vaultmem.bank.retain import retain as do_retain
 
         result = do_retain(
             vault(),

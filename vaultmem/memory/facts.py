@@ -1,7 +1,8 @@
-"""Layer 1: one markdown file per fact, and the MEMORY.md index lines that point to them.
+"""Layer 1: one markdown file per fact, with its line in the right `MEMORY.md`.
 
-`MEMORY.md` belongs to people as much as to vaultmem: it is edited line by line (one line added,
-removed or moved), never regenerated, so headings, comments and the order a person chose stay.
+Shared facts live in `memory/`, an agent's own in `agents/<agent>/memory/`. `remember` writes a
+note and its index line, `retract` keeps the note and moves its line under `## Retracted`,
+`forget` deletes both (the right-to-be-forgotten path).
 """
 
 from __future__ import annotations
@@ -11,15 +12,21 @@ import secrets
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import notes
-from vaultmem.core.errors import IntegrityError, NotFoundError, UsageError, VaultmemError
-from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core import clock, notes
+from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
+from vaultmem.core.fsio import atomic_write, create_exclusive
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
+from vaultmem.memory.lines import (
+    index_line,
+    read_index,
+    with_line_added,
+    with_line_removed,
+    with_line_retracted,
+)
 
 FACT_TYPES = (
     "user",
@@ -31,11 +38,20 @@ FACT_TYPES = (
     "failure",
     "preference",
 )
+
+
 SCOPES = ("shared", "agent")
+
+
 MAX_NAME = 120
+
+
 MAX_DESCRIPTION = 300
+
+
 MAX_SLUG = 60
-RETRACTED_HEADING = "## Retracted"
+
+
 # the frontmatter keys vaultmem owns on a fact; every other key belongs to people
 OWNED_KEYS = (
     "name",
@@ -51,7 +67,6 @@ OWNED_KEYS = (
     "retracted_at",
     "retract_reason",
 )
-_WIKILINK = re.compile(r"\[\[([^\[\]|#^]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
 
 
 @dataclass(frozen=True)
@@ -79,10 +94,6 @@ class Fact:
 class ForgetResult:
     fact: Fact
     index_line_removed: bool
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def slugify(name: str) -> str:
@@ -118,68 +129,6 @@ def one_line(text: str, limit: int, what: str) -> str:
             f"the {what} is {len(folded)} characters long (at most {limit})", "shorten it"
         )
     return folded
-
-
-def index_line(vault: Vault, path: Path, name: str, description: str) -> str:
-    target = vault.rel(path).removesuffix(".md")
-    return f"- [[{target}|{name}]] — {description}" if description else f"- [[{target}|{name}]]"
-
-
-def _links_to(line: str, target: str) -> bool:
-    slug = target.rsplit("/", 1)[-1]
-    for match in _WIKILINK.finditer(line):
-        link = match.group(1).strip().removesuffix(".md")
-        if link in (target, slug):
-            return True
-    return False
-
-
-def _read_index(vault: Vault, agent: str | None) -> tuple[Path, str]:
-    path = vault.index_for(agent)
-    if not path.exists():
-        title = "Memory" if agent is None else f"Memory of {agent}"
-        return path, f"# {title}\n\n"
-    text = read_text(path, what="memory index")
-    if "\x00" in text:
-        raise IntegrityError(
-            f"{path}: memory index contains NUL bytes", "repair or restore the file"
-        )
-    return path, text
-
-
-def _with_line_added(text: str, line: str) -> str:
-    """Add a line at the end of the active list: before '## Retracted' if there is one."""
-    lines = text.splitlines()
-    cut = next((i for i, ln in enumerate(lines) if ln.strip() == RETRACTED_HEADING), len(lines))
-    head = lines[:cut]
-    while head and not head[-1].strip():
-        head.pop()
-    rest = lines[cut:]
-    if head and not head[-1].lstrip().startswith(("- ", "* ", "+ ")):
-        head.append("")  # a list after a paragraph needs a blank line to render as a list
-    out = [*head, line]
-    if rest:
-        out += ["", *rest]
-    return "\n".join(out) + "\n"
-
-
-def _with_line_removed(text: str, target: str) -> tuple[str, str | None]:
-    lines = text.splitlines()
-    for i, ln in enumerate(lines):
-        if _links_to(ln, target):
-            removed = lines.pop(i)
-            return "\n".join(lines) + ("\n" if lines else ""), removed
-    return text, None
-
-
-def _with_line_retracted(text: str, target: str, note: str, fallback: str) -> str:
-    text, removed = _with_line_removed(text, target)
-    line = (removed or fallback).rstrip() + f" ({note})"
-    lines = text.rstrip("\n").splitlines()
-    if not any(ln.strip() == RETRACTED_HEADING for ln in lines):
-        lines += ["", RETRACTED_HEADING, ""]
-    lines.append(line)
-    return "\n".join(lines) + "\n"
 
 
 def _fact_from(vault: Vault, path: Path, note: notes.Note) -> Fact:
@@ -310,13 +259,13 @@ def remember(
         desc = desc[: MAX_DESCRIPTION - 1].rstrip() + "…"
 
     with _index_lock(vault):
-        index_path, index_text = _read_index(vault, owner)
+        index_path, index_text = read_index(vault, owner)
         old: tuple[Path, notes.Note] | None = None
         if supersedes:
             old = find_fact(vault, supersedes)
             notes.require_ok(old[1], old[0])
         folder = vault.memory_dir(owner)
-        stamp = now_iso()
+        stamp = clock.stamp()
         fact_id = _new_id(vault)
         meta: dict[str, Any] = {
             "name": name,
@@ -344,7 +293,7 @@ def remember(
             raise VaultmemError(f"too many facts named {name!r}", "pick a more specific name")
         try:
             atomic_write(
-                index_path, _with_line_added(index_text, index_line(vault, path, name, desc))
+                index_path, with_line_added(index_text, index_line(vault, path, name, desc))
             )
         except BaseException:
             path.unlink(missing_ok=True)
@@ -369,7 +318,7 @@ def _mark_inactive(
     vault: Vault, path: Path, note: notes.Note, updates: dict[str, Any], why: str
 ) -> None:
     owner = _owner_of(vault, path)
-    index_path, index_text = _read_index(vault, owner)
+    index_path, index_text = read_index(vault, owner)
     new_text = notes.set_frontmatter(note.text, updates, path=path)
     target = vault.rel(path).removesuffix(".md")
     fallback = index_line(
@@ -379,7 +328,7 @@ def _mark_inactive(
         str(note.meta.get("description") or ""),
     )
     atomic_write(path, new_text)
-    atomic_write(index_path, _with_line_retracted(index_text, target, why, fallback))
+    atomic_write(index_path, with_line_retracted(index_text, target, why, fallback))
 
 
 def retract(vault: Vault, ref: str, *, why: str) -> Fact:
@@ -390,7 +339,7 @@ def retract(vault: Vault, ref: str, *, why: str) -> Fact:
     with _index_lock(vault):
         path, note = find_fact(vault, ref)
         notes.require_ok(note, path)
-        stamp = now_iso()
+        stamp = clock.stamp()
         _mark_inactive(
             vault,
             path,
@@ -411,21 +360,9 @@ def forget(vault: Vault, ref: str) -> ForgetResult:
     with _index_lock(vault):
         path, note = find_fact(vault, ref)
         fact = _fact_from(vault, path, note)
-        index_path, index_text = _read_index(vault, _owner_of(vault, path))
-        new_index, removed = _with_line_removed(index_text, vault.rel(path).removesuffix(".md"))
+        index_path, index_text = read_index(vault, _owner_of(vault, path))
+        new_index, removed = with_line_removed(index_text, vault.rel(path).removesuffix(".md"))
         if removed is not None:
             atomic_write(index_path, new_index)
         path.unlink()
         return ForgetResult(fact=fact, index_line_removed=removed is not None)
-
-
-def index_targets(vault: Vault, agent: str | None) -> list[tuple[int, str, str]]:
-    """(line number, link target, line) for every wikilink in a MEMORY.md."""
-    path = vault.index_for(agent)
-    if not path.exists():
-        return []
-    out = []
-    for n, line in enumerate(read_text(path, what="memory index").splitlines(), 1):
-        for match in _WIKILINK.finditer(line):
-            out.append((n, match.group(1).strip().removesuffix(".md"), line))
-    return out

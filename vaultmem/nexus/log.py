@@ -289,8 +289,8 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
     block = render(entry).encode("utf-8")
     if not path.exists():
         # someone deleted the file: start it again from the template (never overwrites)
-        from vaultmem.app.scaffold import template
         from vaultmem.core.fsio import create_exclusive
+        from vaultmem.core.templates import template
 
         create_exclusive(path, template(f"nexus/{path.name}"))
     append_durable(path, block)

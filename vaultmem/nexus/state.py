@@ -107,7 +107,7 @@ def set_state_section(vault: Vault, agent: str, section: str, text: str) -> Stat
         lock_path(vault.state_dir, "project-state"), vault.config.log.lock_timeout, what="state"
     ):
         if not path.exists():
-            from vaultmem.app.scaffold import template
+            from vaultmem.core.templates import template
 
             create_exclusive(path, template("nexus/project-state.md"))
         old = read_text(path, what="project state")
