@@ -3,7 +3,7 @@
     python bench/recall_speed.py [--sizes 1000 10000] [--runs 11] [--work DIR]
 
 For each size: generates a vault (bench/synth_vault.py), then measures
-- full build (library `index.refresh(rebuild=True)`, one run) and the index size on disk;
+- full build (library `refresh.refresh(rebuild=True)`, one run) and the index size on disk;
 - refresh with nothing changed, and right after one edited note (library, medians);
 - `vaultmem recall` as a whole process (cold), unchanged and right after one edited note;
 - a warm `recall()` inside one process (freshness walk included) and the bare search;
@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from vaultmem.recall import engine, refresh
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -90,7 +92,6 @@ def touch_note(vault: Path, n: int) -> None:
 
 def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: float) -> None:
     from vaultmem.core.vault import Vault
-    from vaultmem.recall import index
     from vaultmem.recall.query import recall
 
     vault_dir = work / f"vault-{size}"
@@ -100,17 +101,17 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: floa
         print(f"  generated {size} notes in {time.perf_counter() - t0:.1f}s", flush=True)
     vault = Vault.open(vault_dir)
     t0 = time.perf_counter()
-    fresh = index.refresh(vault, wait=None, rebuild=True)
+    fresh = refresh.refresh(vault, wait=None, rebuild=True)
     build = time.perf_counter() - t0
     size_mb = du(vault_dir / ".vaultmem" / "index") / 1e6
     print(f"  full build: {build:.1f}s for {fresh.files} files; index {size_mb:.1f} MB", flush=True)
 
-    unchanged = median_ms(lambda: index.refresh(vault), runs)
+    unchanged = median_ms(lambda: refresh.refresh(vault), runs)
     counter = iter(range(10**6))
 
     def edited() -> None:
         touch_note(vault_dir, next(counter))
-        index.refresh(vault)
+        refresh.refresh(vault)
 
     after_edit = median_ms(edited, runs)
 
@@ -148,7 +149,7 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: floa
     watcher.wait(30)
     qi = iter(range(10**6))
     warm = median_ms(lambda: recall(vault, QUERIES[next(qi) % len(QUERIES)]), runs * 3)
-    with index.Searcher(vault) as s:
+    with engine.Searcher(vault) as s:
         from vaultmem.recall.query import _search, parse_query
 
         parsed = [parse_query(q) for q in QUERIES]

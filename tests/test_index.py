@@ -12,7 +12,7 @@ import pytest
 from conftest import run_cli
 
 from vaultmem.core.vault import Vault
-from vaultmem.recall import documents, index
+from vaultmem.recall import documents, engine, manifest, refresh
 from vaultmem.recall.query import recall
 
 
@@ -35,7 +35,7 @@ def _paths(vault: Path, query: str, **kw: object) -> list[str]:
 
 
 def _problems(vault: Path) -> dict[str, str]:
-    return {p.path: p.kind for p in index.index_problems(_v(vault))}
+    return {p.path: p.kind for p in manifest.index_problems(_v(vault))}
 
 
 # --- documents and line ranges ------------------------------------------------------------
@@ -125,14 +125,14 @@ def test_line_ranges_point_at_the_matching_lines(vault: Path) -> None:
 
 def test_refresh_reindexes_only_what_changed(vault: Path) -> None:
     v = _v(vault)
-    first = index.refresh(v)
+    first = refresh.refresh(v)
     assert first.rebuilt and first.files > 10
-    assert index.refresh(v).refreshed == 0
+    assert refresh.refresh(v).refreshed == 0
     _write(vault, "wiki/new.md", "# New\nquokka\n")
     (vault / "wiki" / "Glossary.md").unlink()
-    fresh = index.refresh(v)
+    fresh = refresh.refresh(v)
     assert (fresh.refreshed, fresh.removed, fresh.rebuilt) == (1, 1, False)
-    assert index.refresh(v).refreshed == 0
+    assert refresh.refresh(v).refreshed == 0
 
 
 def test_same_size_same_mtime_edit_is_caught_by_hash(vault: Path) -> None:
@@ -146,29 +146,29 @@ def test_same_size_same_mtime_edit_is_caught_by_hash(vault: Path) -> None:
 
 
 def test_language_change_rebuilds(vault: Path) -> None:
-    index.refresh(_v(vault))
+    refresh.refresh(_v(vault))
     cfg = vault / "vaultmem.toml"
     cfg.write_text(cfg.read_text().replace('language = "en"', 'language = "it"'))
-    fresh = index.refresh(_v(vault))
+    fresh = refresh.refresh(_v(vault))
     assert fresh.rebuilt and any("language" in w for w in fresh.warnings)
 
 
 def test_refresh_handles_a_file_that_vanishes_after_the_walk(vault: Path) -> None:
     v = _v(vault)
-    index.refresh(v)
+    refresh.refresh(v)
     _write(vault, "wiki/ghost.md", "# Ghost\nspectral\n")
-    current, skipped = index.walk(v)
+    current, skipped = manifest.walk(v)
     (vault / "wiki" / "ghost.md").unlink()
-    manifest = index._load_manifest(v)
-    assert manifest is not None
-    plan = index._plan(v, manifest, current, skipped)
+    loaded = manifest.load_manifest(v)
+    assert loaded is not None
+    plan = refresh._plan(v, loaded, current, skipped)
     assert "wiki/ghost.md" in plan.changed
-    ix = index._open_generation(v, manifest.generation)
+    ix = engine.open_generation(v, loaded.generation)
     try:
-        refreshed, _removed = index._apply(v, ix, manifest, plan, bulk=False, progress=None)
+        refreshed, _removed = refresh._apply(v, ix, loaded, plan, bulk=False, progress=None)
     finally:
         ix.close()
-    assert refreshed == 0 and "wiki/ghost.md" not in manifest.files
+    assert refreshed == 0 and "wiki/ghost.md" not in loaded.files
 
 
 # --- what people leave in a vault ---------------------------------------------------------
@@ -217,7 +217,7 @@ def test_symlinks_never_lead_out_of_the_vault(vault: Path, tmp_path: Path) -> No
     problems = _problems(vault)
     assert problems["wiki/link.md"] == "symlink-outside"
     assert problems["wiki/linkdir"] == "symlink-outside"
-    assert "wiki/inside-link.md" in index.walk(_v(vault))[0]
+    assert "wiki/inside-link.md" in manifest.walk(_v(vault))[0]
 
 
 # --- a broken index is rebuilt ------------------------------------------------------------
@@ -229,7 +229,7 @@ def _generation(vault: Path) -> Path:
 
 
 def test_corrupted_index_files_are_rebuilt_with_a_warning(vault: Path) -> None:
-    index.refresh(_v(vault))
+    refresh.refresh(_v(vault))
     for f in _generation(vault).iterdir():
         f.write_bytes(b"\x00garbage" * 3)
     result = recall(_v(vault), "stripe webhook")
@@ -238,7 +238,7 @@ def test_corrupted_index_files_are_rebuilt_with_a_warning(vault: Path) -> None:
 
 
 def test_missing_generation_or_garbage_manifest_is_rebuilt(vault: Path) -> None:
-    index.refresh(_v(vault))
+    refresh.refresh(_v(vault))
     shutil.rmtree(_generation(vault))
     assert recall(_v(vault), "stripe").hits
     (vault / ".vaultmem" / "index" / "manifest.json").write_text("{not json")

@@ -13,7 +13,7 @@ from conftest import run_cli
 from vaultmem.core.errors import LockTimeoutError, UsageError
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault
-from vaultmem.recall import index
+from vaultmem.recall import manifest, refresh
 from vaultmem.recall.query import parse_query, recall
 
 
@@ -100,7 +100,7 @@ def test_one_hit_per_note_but_each_log_entry_its_own(vault: Path) -> None:
 def test_reused_searcher_follows_refreshes_and_rebuilds(vault: Path) -> None:
     v = _v(vault)
     assert recall(v, "stripe").hits  # opens (and keeps) a searcher
-    index.refresh(v, wait=None, rebuild=True)  # a new generation; the old one is deleted
+    refresh.refresh(v, wait=None, rebuild=True)  # a new generation; the old one is deleted
     _write(vault, "wiki/new.md", "# New\nchinchilla\n")
     assert [h.path for h in recall(v, "chinchilla").hits] == ["wiki/new.md"]
     assert recall(v, "stripe").hits
@@ -206,9 +206,9 @@ def test_log_entries_and_decisions_are_one_document_each(vault: Path) -> None:
 
 
 def test_recall_while_another_process_refreshes_searches_the_last_index(vault: Path) -> None:
-    index.refresh(_v(vault))
+    refresh.refresh(_v(vault))
     _write(vault, "wiki/new.md", "# New\nmeerkat\n")
-    with exclusive(index._lock(_v(vault)), 1.0, what="index"):
+    with exclusive(manifest.refresh_lock(_v(vault)), 1.0, what="index"):
         result = recall(_v(vault), "stripe meerkat")
         assert result.index.stale and result.index.warnings and result.hits
         assert "wiki/new.md" not in [h.path for h in result.hits]
@@ -218,13 +218,13 @@ def test_recall_while_another_process_refreshes_searches_the_last_index(vault: P
 def test_index_command_times_out_with_exit_6(vault: Path) -> None:
     cfg = vault / "vaultmem.toml"
     cfg.write_text(cfg.read_text().replace("lock_timeout = 10.0", "lock_timeout = 0.2"))
-    index.refresh(_v(vault))
+    refresh.refresh(_v(vault))
     _write(vault, "wiki/new.md", "# New\nmeerkat\n")
-    with exclusive(index._lock(_v(vault)), 1.0, what="index"):
+    with exclusive(manifest.refresh_lock(_v(vault)), 1.0, what="index"):
         res = run_cli("index", "--vault", str(vault))
         assert res.exit_code == 6, res.stderr
         with pytest.raises(LockTimeoutError):
-            index.refresh(_v(vault), wait=None)
+            refresh.refresh(_v(vault), wait=None)
 
 
 def _recall_loop(vault: str, rounds: int, out: object) -> None:
@@ -243,7 +243,7 @@ def test_concurrent_recalls_during_writes_never_error_or_hang(vault: Path) -> No
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    index.refresh(_v(vault))
+    refresh.refresh(_v(vault))
     queue = ctx.Queue()
     procs = [ctx.Process(target=_recall_loop, args=(str(vault), 25, queue)) for _ in range(3)]
     for p in procs:

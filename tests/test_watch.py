@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from vaultmem.core.vault import Vault
-from vaultmem.recall import index
+from vaultmem.recall import engine
 from vaultmem.recall.query import recall
 from vaultmem.recall.watch import WatchEvent, relevant, watch
 
@@ -85,7 +85,7 @@ def test_watch_picks_up_create_modify_move_delete(vault: Path, watching: list) -
 
 
 def _search(vault: Path, query: str) -> list:
-    with index.Searcher(Vault.open(vault)) as s:
+    with engine.Searcher(Vault.open(vault)) as s:
         from vaultmem.recall.query import _search as search
         from vaultmem.recall.query import parse_query
 

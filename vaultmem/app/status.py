@@ -127,9 +127,7 @@ def status(vault: Vault) -> StatusReport:
     from vaultmem.nexus.check import tail_problems  # layer 3: torn log tails (cheap, no crypto)
 
     problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
-    from vaultmem.recall.index import (
-        index_problems,  # layer 4: read from the index (no whoosh import)
-    )
+    from vaultmem.recall.manifest import index_problems  # layer 4: no whoosh import
 
     seen = {(p.path, p.kind) for p in problems}
     problems += [

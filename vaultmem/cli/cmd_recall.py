@@ -12,6 +12,7 @@ import typer
 
 from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, app, emit, emit_json, example
 from vaultmem.cli.hot import warn_freshness
+from vaultmem.recall import manifest, refresh
 
 
 @app.command(
@@ -109,18 +110,17 @@ def index_cmd(
     could not read cleanly; `vaultmem status` lists them too.
     """
     from vaultmem.cli.base import open_vault
-    from vaultmem.recall import index
 
     v = open_vault(vault)
     if rebuild and not as_json:
         from vaultmem.cli.output_recall import progress_bar
 
         with progress_bar("Indexing") as update:
-            fresh = index.refresh(v, wait=None, rebuild=True, progress=update)
+            fresh = refresh.refresh(v, wait=None, rebuild=True, progress=update)
     else:
-        fresh = index.refresh(v, wait=None, rebuild=rebuild, trust_watcher=False)
+        fresh = refresh.refresh(v, wait=None, rebuild=rebuild, trust_watcher=False)
     warn_freshness(fresh)
-    problems = index.index_problems(v)
+    problems = manifest.index_problems(v)
     if as_json:
         emit_json({"index": fresh.to_dict(), "problems": [p.to_dict() for p in problems]})
         return

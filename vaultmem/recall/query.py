@@ -1,6 +1,6 @@
 """Recall: a question in, the few right places in the vault out, with where they came from.
 
-Every call first brings the index up to date with the files (`index.refresh`), so a note saved
+Every call first brings the index up to date with the files (`refresh.refresh`), so a note saved
 in Obsidian a second ago is found. Plain words rank with BM25F under OR semantics (natural
 questions share few words with their answer, so AND finds almost nothing); `"quoted phrases"`
 must match; `field:value` filters. Several sections of one note are aggregated into one hit (the
@@ -15,9 +15,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from vaultmem.core import clock
 from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
-from vaultmem.recall import index
+from vaultmem.recall import engine, refresh
 from vaultmem.recall.documents import KINDS
 
 _TOKEN = re.compile(r'(?:(\w+):)?"([^"]*)"?|(\S+)')
@@ -84,7 +85,7 @@ class Hit:
 @dataclass(frozen=True)
 class RecallResult:
     query: str
-    index: index.Freshness
+    index: refresh.Freshness
     hits: tuple[Hit, ...] = field(default_factory=tuple)
     explain: bool = False
 
@@ -105,7 +106,7 @@ def parse_query(
     under: str | None = None,
     since: str | None = None,
     include_retracted: bool = False,
-) -> index.Query:
+) -> engine.Query:
     """Split a query into plain words, quoted phrases and `field:value` filters."""
     words: list[str] = []
     phrases: list[str] = []
@@ -149,7 +150,7 @@ def parse_query(
         if not _DATE.match(since_value):
             raise UsageError(f"--since {since_value!r} is not a date", "use YYYY-MM-DD")
     under_values = tuple(u.strip("/") for u in filters["under"] if u.strip("/"))
-    return index.Query(
+    return engine.Query(
         words=tuple(words),
         phrases=tuple(phrases),
         field_words=tuple(field_words),
@@ -163,7 +164,7 @@ def parse_query(
         under=under_values,
         since=since_value,
         include_hidden=include_retracted,
-        today=index.today(),
+        today=clock.today().isoformat(),
     )
 
 
@@ -172,7 +173,7 @@ def _fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def _snippet(searcher: index.Searcher, body: str, wanted: set[str]) -> tuple[str, int]:
+def _snippet(searcher: engine.Searcher, body: str, wanted: set[str]) -> tuple[str, int]:
     """The line(s) of `body` that match the most query terms, terms marked **like this**.
 
     Returns the snippet and the 0-based offset of its first line within the body.
@@ -245,19 +246,19 @@ def recall(
         since=since,
         include_retracted=include_retracted,
     )
-    fresh = index.refresh(vault)
+    fresh = refresh.refresh(vault)
     try:
         try:
-            hits = _search(index.searcher_for(vault), parsed, limit=limit, explain=explain)
+            hits = _search(engine.searcher_for(vault), parsed, limit=limit, explain=explain)
         except Exception:
             # another process may have swapped the generation under us: open it afresh once
-            index.forget_searcher(vault)
-            hits = _search(index.searcher_for(vault), parsed, limit=limit, explain=explain)
+            engine.forget_searcher(vault)
+            hits = _search(engine.searcher_for(vault), parsed, limit=limit, explain=explain)
     except Exception as exc:
         # crash mid-commit, truncated files, another whoosh version: the files are the truth
-        index.forget_searcher(vault)
-        rebuilt = index.refresh(vault, wait=None, rebuild=True)
-        fresh = index.Freshness(
+        engine.forget_searcher(vault)
+        rebuilt = refresh.refresh(vault, wait=None, rebuild=True)
+        fresh = refresh.Freshness(
             **{
                 **rebuilt.__dict__,
                 "warnings": (
@@ -266,7 +267,7 @@ def recall(
                 ),
             }
         )
-        hits = _search(index.searcher_for(vault), parsed, limit=limit, explain=explain)
+        hits = _search(engine.searcher_for(vault), parsed, limit=limit, explain=explain)
     return RecallResult(query=query, index=fresh, hits=tuple(hits), explain=explain)
 
 
@@ -283,10 +284,10 @@ def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end:
 
 
 def _search(
-    searcher: index.Searcher, parsed: index.Query, *, limit: int, explain: bool
+    searcher: engine.Searcher, parsed: engine.Query, *, limit: int, explain: bool
 ) -> list[Hit]:
     raw = searcher.search(parsed, limit=max(limit * CANDIDATES, 50), explain=explain)
-    groups: dict[str, list[index.RawHit]] = {}
+    groups: dict[str, list[engine.RawHit]] = {}
     for h in raw:
         f = h.fields
         key = f["docid"] if f.get("kind") in _ENTRY_KINDS else f["path"]

@@ -1,7 +1,7 @@
 """`vaultmem watch`: keep the index current while files change. The only watchdog importer.
 
 Events only say *that* something changed; what changed is always worked out by the same stat
-walk against the manifest that every `recall` uses (`index.refresh`), so a missed, merged or
+walk against the manifest that every `recall` uses (`refresh.refresh`), so a missed, merged or
 reordered event can never leave the index wrong. Events are debounced: a burst of changes (a
 git pull, a sync client, 1,000 files) becomes one refresh once things are quiet for a moment.
 
@@ -23,7 +23,7 @@ from watchdog.observers import Observer
 
 from vaultmem.core.errors import LockTimeoutError
 from vaultmem.core.vault import STATE_DIR, Vault
-from vaultmem.recall import index
+from vaultmem.recall import manifest, refresh
 
 IGNORED_DIRS = frozenset({STATE_DIR, ".obsidian", ".git", ".trash"})
 HEARTBEAT_EVERY = 1.0
@@ -49,7 +49,7 @@ class WatchEvent:
     """One refresh the watcher ran (given to the `on_refresh` callback)."""
 
     events: int  # file-system events folded into this refresh
-    freshness: index.Freshness
+    freshness: refresh.Freshness
 
 
 class _Handler(FileSystemEventHandler):
@@ -98,14 +98,14 @@ def watch(
     stop = stop or threading.Event()
     # create the state folders before watching: one appearing during the observer's own
     # recursive set-up makes watchdog warn about a duplicate watch
-    index.index_dir(vault).mkdir(parents=True, exist_ok=True)
+    manifest.index_dir(vault).mkdir(parents=True, exist_ok=True)
     (vault.state_dir / "locks").mkdir(parents=True, exist_ok=True)
     handler = _Handler(str(vault.root))
     observer = Observer()
     observer.schedule(handler, str(vault.root), recursive=True)
     observer.start()
     try:
-        fresh = index.refresh(vault, wait=None, trust_watcher=False)
+        fresh = refresh.refresh(vault, wait=None, trust_watcher=False)
         if on_refresh is not None:
             on_refresh(WatchEvent(0, fresh))
         if ready is not None:
@@ -115,7 +115,7 @@ def watch(
             n = handler.take(debounce)
             if n:
                 try:
-                    fresh = index.refresh(vault, wait=None, trust_watcher=False)
+                    fresh = refresh.refresh(vault, wait=None, trust_watcher=False)
                 except LockTimeoutError:
                     with handler.lock:  # try again on the next turn
                         handler.pending += n
@@ -126,10 +126,10 @@ def watch(
             if now - beat >= HEARTBEAT_EVERY or n:
                 with handler.lock:
                     pending = handler.pending
-                index.write_heartbeat(vault, pending=pending, pid=os.getpid())
+                refresh.write_heartbeat(vault, pending=pending, pid=os.getpid())
                 beat = now
             stop.wait(0.05)
     finally:
-        index.clear_heartbeat(vault)
+        refresh.clear_heartbeat(vault)
         observer.stop()
         observer.join(timeout=5)
