@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median_ms, precompile, scratch_vault, timed
 
+from vaultmem.nexus import verify
 from vaultmem.nexus.entry import read_file
 
 TRIVIAL = """
@@ -112,7 +113,6 @@ def _run_all(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
 
 def throughput(procs: int, appends: int) -> None:
     from vaultmem.core.vault import Vault
-    from vaultmem.nexus import check as logcheck
 
     root, env = scratch_vault()
     agents = Vault.open(root).known_agents()
@@ -128,7 +128,7 @@ def throughput(procs: int, appends: int) -> None:
     print(
         f"{procs} processes x {appends} appends: {len(parsed.entries) - procs}/{total} entries, "
         f"{total / span:,.0f} entries/s while all append ({total / wall:,.0f}/s counting "
-        f"process start-up); lossless: {ok}; verify ok: {logcheck.verify(v).ok}"
+        f"process start-up); lossless: {ok}; verify ok: {verify.verify(v).ok}"
     )
     bare_file = root.parent / "bare.log"
     _, bare_span = _run_all(

@@ -11,8 +11,7 @@ import pytest
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core import clock
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import check as logcheck
-from vaultmem.nexus import entry, log, signing
+from vaultmem.nexus import entry, log, repair, rotate, signing, verify
 
 
 @pytest.fixture
@@ -21,7 +20,7 @@ def vault(tmp_path: Path) -> Path:
     return fresh_vault(tmp_path)
 
 
-def kinds(report: logcheck.VerifyReport) -> list[tuple[str, str | None]]:
+def kinds(report: verify.VerifyReport) -> list[tuple[str, str | None]]:
     return [(p.kind, p.id) for p in report.problems]
 
 
@@ -38,7 +37,7 @@ def block_of(text: str, entry_id: str) -> str:
 def test_clean_log_verifies(vault: Path) -> None:
     v = make_keys(vault)
     fill(v)
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert report.ok, report.problems
     assert report.checked["nexus/live-context.md"] == 6
 
@@ -48,7 +47,7 @@ def test_edited_entry_is_named(vault: Path) -> None:
     fill(v)
     text = v.live_context.read_text()
     v.live_context.write_text(text.replace("entry 2", "entry two (edited by hand)"))
-    assert kinds(logcheck.verify(v)) == [("edited", "ella.2")]
+    assert kinds(verify.verify(v)) == [("edited", "ella.2")]
 
 
 def test_deleted_entry_is_missing(vault: Path) -> None:
@@ -56,7 +55,7 @@ def test_deleted_entry_is_missing(vault: Path) -> None:
     fill(v)
     text = v.live_context.read_text()
     v.live_context.write_text(text.replace(block_of(text, "lyra.1"), ""))
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert ("missing", "lyra.1") in kinds(report)
     assert all(p.id == "lyra.1" for p in report.problems)
 
@@ -66,7 +65,7 @@ def test_deleted_last_entry_is_missing_thanks_to_the_journal(vault: Path) -> Non
     fill(v)
     text = v.live_context.read_text()
     v.live_context.write_text(text.replace(block_of(text, "lyra.3"), ""))
-    assert kinds(logcheck.verify(v)) == [("missing", "lyra.3")]
+    assert kinds(verify.verify(v)) == [("missing", "lyra.3")]
 
 
 def test_reordered_entry_is_named(vault: Path) -> None:
@@ -76,7 +75,7 @@ def test_reordered_entry_is_named(vault: Path) -> None:
     b1, b2 = block_of(text, "ella.1"), block_of(text, "ella.2")
     swapped = text.replace(b1, "@@1@@").replace(b2, b1).replace("@@1@@", b2)
     v.live_context.write_text(swapped)
-    assert ("reordered", "ella.1") in kinds(logcheck.verify(v))
+    assert ("reordered", "ella.1") in kinds(verify.verify(v))
 
 
 def test_forged_entry_signed_with_another_agents_key(vault: Path) -> None:
@@ -101,7 +100,7 @@ def test_forged_entry_signed_with_another_agents_key(vault: Path) -> None:
     fake = replace(fake, sig=lyra.sign(fake.hash))
     with open(v.live_context, "a", encoding="utf-8") as fh:
         fh.write(entry.render(fake))
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert kinds(report) == [("forged", "ella.3")]
     assert "lyra's key" in report.problems[0].message
     # the same forgery claiming ella's key id: the signature does not match
@@ -112,7 +111,7 @@ def test_forged_entry_signed_with_another_agents_key(vault: Path) -> None:
     fake2 = replace(fake2, sig=lyra.sign(fake2.hash))
     text = v.live_context.read_text()
     v.live_context.write_text(text[: text.rindex("\n### ")] + entry.render(fake2))
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert kinds(report) == [("forged", "ella.3")]
     assert "signature does not match" in report.problems[0].message
 
@@ -134,12 +133,12 @@ def test_unregistered_key_and_unsigned_entries_are_reported(vault: Path) -> None
     e = replace(e, hash=e.compute_hash())
     with open(v.live_context, "a", encoding="utf-8") as fh:
         fh.write(entry.render(e))
-    assert kinds(logcheck.verify(v)) == [("unsigned", "lyra.2")]
+    assert kinds(verify.verify(v)) == [("unsigned", "lyra.2")]
     e2 = replace(e, key="k-0123456789abcdef", sig="AAAA")
     e2 = replace(e2, hash=e2.compute_hash())
     text = v.live_context.read_text()
     v.live_context.write_text(text[: text.rindex("\n### ")] + entry.render(e2))
-    assert kinds(logcheck.verify(v)) == [("unknown-key", "lyra.2")]
+    assert kinds(verify.verify(v)) == [("unknown-key", "lyra.2")]
 
 
 def test_several_problems_are_all_reported(vault: Path) -> None:
@@ -148,7 +147,7 @@ def test_several_problems_are_all_reported(vault: Path) -> None:
     text = v.live_context.read_text()
     text = text.replace("entry 0", "entry zero").replace(block_of(text, "lyra.2"), "")
     v.live_context.write_text(text + "\n### 2026-11-29T10:00:00.000Z · ella · x · note · torn")
-    found = kinds(logcheck.verify(v))
+    found = kinds(verify.verify(v))
     assert ("edited", "ella.1") in found
     assert ("missing", "lyra.2") in found
     assert ("torn", None) in found
@@ -160,12 +159,12 @@ def test_stale_copy_overwrite_then_repair_restores_in_time_order(vault: Path) ->
     stale = v.live_context.read_bytes()
     newer = fill(v, 5)  # entries an editor's stale copy will lose
     v.live_context.write_bytes(stale)  # the editor saves its old buffer
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert sorted(i for k, i in kinds(report) if k == "missing") == sorted(e.id for e in newer)
     # an append after the overwrite continues the chain (never reuses a sequence number)
     after = log.append(v, "ella", "after the overwrite").entry
     assert after.seq == 6 and after.prev == [e for e in newer if e.agent == "ella"][-1].hash
-    result = logcheck.repair(v)
+    result = repair.repair(v)
     assert result.after.ok, result.after.problems
     assert sum("restored missing entry" in a for a in result.actions) == 5
     entries = entry.read_file(v.live_context).entries
@@ -173,7 +172,7 @@ def test_stale_copy_overwrite_then_repair_restores_in_time_order(vault: Path) ->
         f"entry {i}" for i in range(5)
     ] + ["after the overwrite"]
     assert [e.time for e in entries] == sorted(e.time for e in entries)
-    assert logcheck.repair(v).actions == ()
+    assert repair.repair(v).actions == ()
 
 
 def test_repair_restores_an_edited_entry_and_sets_a_torn_tail_aside(vault: Path) -> None:
@@ -181,7 +180,7 @@ def test_repair_restores_an_edited_entry_and_sets_a_torn_tail_aside(vault: Path)
     fill(v, 3)
     text = v.live_context.read_text().replace("entry 1", "entry one")
     v.live_context.write_text(text + "\n### 2026-11-29T10:00:00.000Z · ella · x · note · cut sho")
-    result = logcheck.repair(v)
+    result = repair.repair(v)
     assert any("restored edited entry lyra.1" in a for a in result.actions)
     assert any("set aside torn" in a for a in result.actions)
     assert result.after.ok
@@ -201,20 +200,20 @@ def test_rotate_moves_old_entries_and_chains_still_verify(vault: Path) -> None:
     with open(v.live_context, "a", encoding="utf-8") as fh:
         fh.write(people_note)
     log.append(v, "ella", "today")
-    result = logcheck.rotate(v, keep_days=30)
+    result = rotate.rotate(v, keep_days=30)
     assert result.moved == 4 and result.kept == 3
     assert sum(result.files.values()) == 4
     assert all(p.startswith("nexus/archive/live-context-") for p in result.files)
     assert [e.summary for e in entry.read_file(v.live_context).entries] == ["e4", "e5", "today"]
     assert people_note.strip() in v.live_context.read_text()
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert report.ok, report.problems
     assert sum(report.checked.values()) == 7
     # appends continue the chains across files
     nxt = log.append(v, "lyra", "next").entry
     assert nxt.seq == 4
-    assert logcheck.verify(v).ok
-    assert logcheck.rotate(v, keep_days=30).moved == 0
+    assert verify.verify(v).ok
+    assert rotate.rotate(v, keep_days=30).moved == 0
 
 
 def test_union_merge_of_two_machines_still_verifies(vault: Path, tmp_path: Path) -> None:
@@ -236,7 +235,7 @@ def test_union_merge_of_two_machines_still_verifies(vault: Path, tmp_path: Path)
         + theirs[len(theirs) - len(entry.render(entry.read_file(v2.live_context).entries[-1])) :]
     )
     v.live_context.write_text(merged)
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert report.ok, report.problems
     assert len(entry.read_file(v.live_context).entries) == len(base.entries) + 1
 
@@ -258,7 +257,7 @@ def test_the_example_vault_ships_a_log_that_verifies(tmp_path: Path) -> None:
 
     root = copy_example(tmp_path / "example")
     v = Vault.open(root)
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert report.ok, report.problems
     assert report.checked["nexus/live-context.md"] >= 5
     # no private key ships with it: appending needs `keys create` first
@@ -267,4 +266,4 @@ def test_the_example_vault_ships_a_log_that_verifies(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "AWAITING ACK" in res.stdout
     signing.create_key(v, "ella")
     e = log.append(v, "ella", "continuing the example").entry
-    assert e.seq > 1 and logcheck.verify(v).ok
+    assert e.seq > 1 and verify.verify(v).ok

@@ -15,8 +15,7 @@ import pytest
 from conftest import run_proc
 
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
-from vaultmem.nexus import check as logcheck
-from vaultmem.nexus import entry, log
+from vaultmem.nexus import entry, log, verify
 
 
 @pytest.fixture
@@ -69,7 +68,7 @@ def test_eight_processes_append_at_once_and_lose_nothing(vault: Path) -> None:
     for e in parsed.entries:
         tag, i = e.summary.split()
         assert e.body == f"from {tag}\nline two {i}"
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert report.ok, report.problems[:3]
     assert len(log.read_journal(v, "live")) == 8 * n
 
@@ -101,7 +100,7 @@ def test_writers_killed_with_sigkill_leave_whole_entries(vault: Path) -> None:
     assert parsed.fragments == ()
     present = {e.id for e in parsed.entries}
     assert set(acknowledged) <= present
-    report = logcheck.verify(v)
+    report = verify.verify(v)
     assert report.ok, report.problems[:3]
     # and the log keeps working after the massacre
     nxt = log.append(v, "ella", "still fine").entry

@@ -9,8 +9,7 @@ import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core.errors import EntryNotFoundError, UsageError
-from vaultmem.nexus import check as logcheck
-from vaultmem.nexus import checkpoints, decisions, log, state
+from vaultmem.nexus import checkpoints, decisions, log, state, verify
 
 
 @pytest.fixture
@@ -30,7 +29,7 @@ def test_decisions_are_signed_and_verify(vault: Path) -> None:
     assert (d["why"], d["tags"], d["active"]) == ("no float rounding", ["payments"], True)
     text = (vault / "nexus/decisions.md").read_text()
     assert "**Why:** no float rounding" in text and "#payments" in text
-    assert logcheck.verify(v).ok
+    assert verify.verify(v).ok
 
 
 def test_decide_needs_a_reason_and_a_real_superseded_id(vault: Path) -> None:

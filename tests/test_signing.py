@@ -14,8 +14,7 @@ from vaultmem.app.scaffold import init_vault
 from vaultmem.core import config
 from vaultmem.core.errors import IntegrityError
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import check as logcheck
-from vaultmem.nexus import log, signing
+from vaultmem.nexus import log, signing, verify
 
 
 @pytest.fixture
@@ -49,7 +48,7 @@ def test_key_rotation_keeps_old_entries_verifying(vault: Path) -> None:
     second = log.append(v, "ella", "signed with key two").entry
     assert first.key != second.key == second_key.key_id
     assert [k.key_id for k in signing.agent_keys(v, "ella")] == [first.key, second.key]
-    assert logcheck.verify(v).ok
+    assert verify.verify(v).ok
 
 
 def test_a_copied_vault_without_private_keys_starts_with_keys_create(
@@ -68,7 +67,7 @@ def test_a_copied_vault_without_private_keys_starts_with_keys_create(
     signing.create_key(v2, "ella")
     e = log.append(v2, "ella", "on the second machine").entry
     assert e.seq == 2
-    assert logcheck.verify(v2).ok
+    assert verify.verify(v2).ok
 
 
 def test_a_world_readable_private_key_is_refused(vault: Path) -> None:

@@ -124,7 +124,7 @@ def status(vault: Vault) -> StatusReport:
     by_type = Counter(f.type or "(none)" for f in known)
     by_status = Counter(f.status for f in known)
     problems = identity_problems(vault) + memory_problems(vault)
-    from vaultmem.nexus.check import tail_problems  # layer 3: torn log tails (cheap, no crypto)
+    from vaultmem.nexus.verify import tail_problems  # layer 3: torn log tails (cheap, no crypto
 
     problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
     from vaultmem.recall.manifest import index_problems  # layer 4: no whoosh import

@@ -168,7 +168,7 @@ def log_rotate(
 ) -> None:
     """Move older entries to nexus/archive/live-context-YYYY-MM.md. Nothing is deleted;
     chains still verify across files."""
-    from vaultmem.nexus.check import rotate
+    from vaultmem.nexus.rotate import rotate
 
     result = rotate(open_vault(vault), keep_days=keep_days)
     if as_json:
@@ -445,7 +445,7 @@ def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
 
     Exit 5 and a report naming every edited, forged, reordered or missing entry.
     """
-    from vaultmem.nexus.check import verify as do_verify
+    from vaultmem.nexus.verify import verify as do_verify
 
     v = open_vault(vault)
     report = do_verify(v)
@@ -469,7 +469,7 @@ def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
 def repair(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Restore log entries an editor lost (from the journal, in time order), put back edited
     entries, set torn text aside; say what was done. Exit 5 if problems remain."""
-    from vaultmem.nexus.check import repair as do_repair
+    from vaultmem.nexus.repair import repair as do_repair
 
     report = do_repair(open_vault(vault))
     if as_json:

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vaultmem.nexus.check import VerifyReport
     from vaultmem.nexus.decisions import Decision
     from vaultmem.nexus.entry import Entry
+    from vaultmem.nexus.verify import VerifyReport
 
 
 def _w(text: str) -> None:

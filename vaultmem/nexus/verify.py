@@ -1,18 +1,13 @@
-"""Integrity of the signed logs: `verify` (a report, never the first error only), `repair`
-(restore from the journal, set torn text aside) and `rotate` (move old entries to monthly
-archives without breaking any chain).
+"""`verify`: every entry's hash, signature and chain in both logs, as a report that lists every
+problem (never only the first), and the cheap tail check `status` runs.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.core.fsio import append_durable, atomic_write
-from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
 
@@ -60,28 +55,6 @@ class VerifyReport:
             "checked": self.checked,
             "problems": [p.to_dict() for p in self.problems],
         }
-
-
-@dataclass(frozen=True)
-class RepairReport:
-    actions: tuple[str, ...]
-    after: VerifyReport
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"actions": list(self.actions), "after": self.after.to_dict()}
-
-
-@dataclass(frozen=True)
-class RotateResult:
-    moved: int
-    files: dict[str, int] = field(default_factory=dict)  # archive file -> entries moved there
-    kept: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-# --- verify -------------------------------------------------------------------------------------
 
 
 def _verify_log(
@@ -255,151 +228,6 @@ def verify(vault: Vault) -> VerifyReport:
         checked.update(c)
         problems += p
     return VerifyReport(checked, tuple(problems))
-
-
-# --- repair -------------------------------------------------------------------------------------
-
-
-def _quarantine(vault: Vault, rel: str, text: str) -> str:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    dest = vault.state_dir / "quarantine" / f"{Path(rel).stem}-{stamp}.md"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(dest, text)
-    return vault.rel(dest)
-
-
-def _repair_log(vault: Vault, log_name: str) -> list[str]:
-    actions: list[str] = []
-    journal = {e.id: e for e in log.read_journal(vault, log_name)}
-    order = {mid: n for n, mid in enumerate(journal)}  # append order breaks time ties
-    target = log.log_file(vault, log_name)
-    with exclusive(log.lock_for(vault, log_name), vault.config.log.lock_timeout, what=target.name):
-        present: set[str] = set()
-        for path in log.chain_files(vault, log_name):
-            rel = vault.rel(path)
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            parsed = entry.parse_bytes(data)
-            cuts: list[tuple[int, int, bytes]] = []  # (start, end, replacement)
-            for frag in parsed.fragments:
-                where = _quarantine(vault, rel, frag.text)
-                cuts.append((frag.byte_start, frag.byte_end, b""))
-                actions.append(
-                    f"set aside {frag.kind} text at {rel} lines {frag.line_start}-{frag.line_end} (saved to {where})"
-                )
-            for e in parsed.entries:
-                present.add(e.id)
-                j = journal.get(e.id)
-                if e.compute_hash() != e.hash and j is not None and j.compute_hash() == j.hash:
-                    block = entry.render(j).encode("utf-8")[1:]
-                    cuts.append((e.byte_start, e.byte_end, block))
-                    actions.append(f"restored edited entry {e.id} in {rel} from the journal")
-            if path == target:
-                missing = sorted(
-                    (
-                        j
-                        for mid, j in journal.items()
-                        if mid not in present and j.compute_hash() == j.hash
-                    ),
-                    key=lambda j: (j.time, order[j.id]),
-                )
-                # present ids in other files were collected before: the live file comes last
-                for j in missing:
-                    rank = (j.time, order[j.id])
-                    at = next(
-                        (
-                            e.byte_start
-                            for e in parsed.entries
-                            if (e.time, order.get(e.id, len(order))) > rank
-                        ),
-                        None,
-                    )
-                    if at is None:
-                        cuts.append((len(data), len(data), entry.render(j).encode("utf-8")))
-                    else:
-                        cuts.append((at, at, entry.render(j).encode("utf-8")[1:] + b"\n"))
-                    actions.append(
-                        f"restored missing entry {j.id} ({j.time}, {j.agent}) into {rel} from the journal"
-                    )
-            if cuts:
-                out = bytearray()
-                pos = 0
-                for start, end, repl in sorted(cuts, key=lambda c: (c[0], c[1])):
-                    out += data[pos:start] + repl
-                    pos = max(pos, end)
-                out += data[pos:]
-                atomic_write(path, bytes(out))
-    return actions
-
-
-def repair(vault: Vault) -> RepairReport:
-    actions: list[str] = []
-    for name in entry.LOGS:
-        actions += _repair_log(vault, name)
-    return RepairReport(tuple(actions), verify(vault))
-
-
-# --- rotate -------------------------------------------------------------------------------------
-
-
-def _archive_header(month: str) -> str:
-    return (
-        "---\ntags:\n  - vaultmem/log-archive\n---\n\n"
-        f"# Live context, {month}\n\n"
-        "Entries moved here from [[live-context]] by `vaultmem log rotate`. Append-only: never edit.\n"
-    )
-
-
-def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) -> RotateResult:
-    """Move live-log entries older than `keep_days` to nexus/archive/live-context-YYYY-MM.md."""
-    from vaultmem.core.errors import UsageError
-
-    if keep_days < 0:
-        raise UsageError("--keep-days must be 0 or more", "e.g. --keep-days 30")
-    cutoff = (now or datetime.now(UTC)) - timedelta(days=keep_days)
-    cut = cutoff.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    path = vault.live_context
-    with exclusive(log.lock_for(vault, "live"), vault.config.log.lock_timeout, what=path.name):
-        heads = log.current_heads(vault, "live")
-        data = path.read_bytes()
-        parsed = entry.parse_bytes(data)
-        old = [e for e in parsed.entries if e.time < cut]
-        if not old:
-            return RotateResult(0, {}, len(parsed.entries))
-        by_month: dict[str, list[entry.Entry]] = defaultdict(list)
-        for e in old:
-            by_month[e.time[:7]].append(e)
-        files: dict[str, int] = {}
-        for month, entries in sorted(by_month.items()):
-            dest = vault.path(f"nexus/archive/live-context-{month}.md")
-            if not dest.exists():
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(dest, _archive_header(month))
-            already = {e.id for e in entry.read_file(dest).entries}
-            chunk = b"".join(
-                b"\n" + data[e.byte_start : e.byte_end] for e in entries if e.id not in already
-            )
-            if chunk:
-                append_durable(dest, chunk)
-            files[vault.rel(dest)] = len(entries)
-        out = bytearray()
-        pos = 0
-        for e in old:
-            start = (
-                e.byte_start - 1
-                if e.byte_start > 0
-                and data[e.byte_start - 1 : e.byte_start] == b"\n"
-                and data[e.byte_start - 2 : e.byte_start - 1] == b"\n"
-                else e.byte_start
-            )
-            out += data[pos:start]
-            pos = e.byte_end
-        out += data[pos:]
-        atomic_write(path, bytes(out))
-        log.save_heads(vault, "live", log.file_stamp(path), heads)
-    return RotateResult(len(old), files, len(parsed.entries) - len(old))
 
 
 def tail_problems(vault: Vault, *, window: int = 1 << 16) -> list[LogProblem]:

@@ -1,0 +1,106 @@
+"""`repair`: restore entries an editor lost or changed from the journal (in time order), and set
+torn text aside in `.vaultmem/quarantine/`; then verify again and report what is left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vaultmem.core.fsio import atomic_write
+from vaultmem.core.locking import exclusive
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import entry, log
+from vaultmem.nexus.verify import VerifyReport, verify
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    actions: tuple[str, ...]
+    after: VerifyReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"actions": list(self.actions), "after": self.after.to_dict()}
+
+
+def _quarantine(vault: Vault, rel: str, text: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    dest = vault.state_dir / "quarantine" / f"{Path(rel).stem}-{stamp}.md"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(dest, text)
+    return vault.rel(dest)
+
+
+def _repair_log(vault: Vault, log_name: str) -> list[str]:
+    actions: list[str] = []
+    journal = {e.id: e for e in log.read_journal(vault, log_name)}
+    order = {mid: n for n, mid in enumerate(journal)}  # append order breaks time ties
+    target = log.log_file(vault, log_name)
+    with exclusive(log.lock_for(vault, log_name), vault.config.log.lock_timeout, what=target.name):
+        present: set[str] = set()
+        for path in log.chain_files(vault, log_name):
+            rel = vault.rel(path)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            parsed = entry.parse_bytes(data)
+            cuts: list[tuple[int, int, bytes]] = []  # (start, end, replacement)
+            for frag in parsed.fragments:
+                where = _quarantine(vault, rel, frag.text)
+                cuts.append((frag.byte_start, frag.byte_end, b""))
+                actions.append(
+                    f"set aside {frag.kind} text at {rel} lines {frag.line_start}-{frag.line_end} (saved to {where})"
+                )
+            for e in parsed.entries:
+                present.add(e.id)
+                j = journal.get(e.id)
+                if e.compute_hash() != e.hash and j is not None and j.compute_hash() == j.hash:
+                    block = entry.render(j).encode("utf-8")[1:]
+                    cuts.append((e.byte_start, e.byte_end, block))
+                    actions.append(f"restored edited entry {e.id} in {rel} from the journal")
+            if path == target:
+                missing = sorted(
+                    (
+                        j
+                        for mid, j in journal.items()
+                        if mid not in present and j.compute_hash() == j.hash
+                    ),
+                    key=lambda j: (j.time, order[j.id]),
+                )
+                # present ids in other files were collected before: the live file comes last
+                for j in missing:
+                    rank = (j.time, order[j.id])
+                    at = next(
+                        (
+                            e.byte_start
+                            for e in parsed.entries
+                            if (e.time, order.get(e.id, len(order))) > rank
+                        ),
+                        None,
+                    )
+                    if at is None:
+                        cuts.append((len(data), len(data), entry.render(j).encode("utf-8")))
+                    else:
+                        cuts.append((at, at, entry.render(j).encode("utf-8")[1:] + b"\n"))
+                    actions.append(
+                        f"restored missing entry {j.id} ({j.time}, {j.agent}) into {rel} from the journal"
+                    )
+            if cuts:
+                out = bytearray()
+                pos = 0
+                for start, end, repl in sorted(cuts, key=lambda c: (c[0], c[1])):
+                    out += data[pos:start] + repl
+                    pos = max(pos, end)
+                out += data[pos:]
+                atomic_write(path, bytes(out))
+    return actions
+
+
+def repair(vault: Vault) -> RepairReport:
+    actions: list[str] = []
+    for name in entry.LOGS:
+        actions += _repair_log(vault, name)
+    return RepairReport(tuple(actions), verify(vault))

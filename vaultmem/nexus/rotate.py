@@ -1,0 +1,83 @@
+"""`log rotate`: move old live-log entries to monthly archives without breaking any chain.
+Nothing is deleted; `verify` checks the chains across the live file and the archives.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from vaultmem.core.fsio import append_durable, atomic_write
+from vaultmem.core.locking import exclusive
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import entry, log
+
+
+@dataclass(frozen=True)
+class RotateResult:
+    moved: int
+    files: dict[str, int] = field(default_factory=dict)  # archive file -> entries moved there
+    kept: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _archive_header(month: str) -> str:
+    return (
+        "---\ntags:\n  - vaultmem/log-archive\n---\n\n"
+        f"# Live context, {month}\n\n"
+        "Entries moved here from [[live-context]] by `vaultmem log rotate`. Append-only: never edit.\n"
+    )
+
+
+def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) -> RotateResult:
+    """Move live-log entries older than `keep_days` to nexus/archive/live-context-YYYY-MM.md."""
+    from vaultmem.core.errors import UsageError
+
+    if keep_days < 0:
+        raise UsageError("--keep-days must be 0 or more", "e.g. --keep-days 30")
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=keep_days)
+    cut = cutoff.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    path = vault.live_context
+    with exclusive(log.lock_for(vault, "live"), vault.config.log.lock_timeout, what=path.name):
+        heads = log.current_heads(vault, "live")
+        data = path.read_bytes()
+        parsed = entry.parse_bytes(data)
+        old = [e for e in parsed.entries if e.time < cut]
+        if not old:
+            return RotateResult(0, {}, len(parsed.entries))
+        by_month: dict[str, list[entry.Entry]] = defaultdict(list)
+        for e in old:
+            by_month[e.time[:7]].append(e)
+        files: dict[str, int] = {}
+        for month, entries in sorted(by_month.items()):
+            dest = vault.path(f"nexus/archive/live-context-{month}.md")
+            if not dest.exists():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(dest, _archive_header(month))
+            already = {e.id for e in entry.read_file(dest).entries}
+            chunk = b"".join(
+                b"\n" + data[e.byte_start : e.byte_end] for e in entries if e.id not in already
+            )
+            if chunk:
+                append_durable(dest, chunk)
+            files[vault.rel(dest)] = len(entries)
+        out = bytearray()
+        pos = 0
+        for e in old:
+            start = (
+                e.byte_start - 1
+                if e.byte_start > 0
+                and data[e.byte_start - 1 : e.byte_start] == b"\n"
+                and data[e.byte_start - 2 : e.byte_start - 1] == b"\n"
+                else e.byte_start
+            )
+            out += data[pos:start]
+            pos = e.byte_end
+        out += data[pos:]
+        atomic_write(path, bytes(out))
+        log.save_heads(vault, "live", log.file_stamp(path), heads)
+    return RotateResult(len(old), files, len(parsed.entries) - len(old))
