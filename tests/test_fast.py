@@ -158,7 +158,7 @@ def test_fast_path_imports_no_typer(two: tuple[Path, Path, Path]) -> None:
     home, a, _b = two
     code = (
         "import sys\n"
-        "from vaultmem.cli import main\n"
+        "from vaultmem.cli.main import main\n"
         f"sys.argv = ['vaultmem', 'read', '--vault', {str(a)!r}, '--agent', 'ella', '--peek']\n"
         "main()\n"
         "print('TYPER' if 'typer' in sys.modules else 'NO-TYPER', file=sys.stderr)\n"

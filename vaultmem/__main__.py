@@ -1,3 +1,3 @@
-from vaultmem.cli import main
+from vaultmem.cli.main import main
 
 main()
