@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer.main
 from _readonly import read_only
 from conftest import run_cli, run_proc
 
@@ -196,51 +197,48 @@ def test_status_human_output(vault: Path) -> None:
     assert res.exit_code == 0 and "ella" in res.stdout and "No problems found" in res.stdout
 
 
-def test_every_command_accepts_common_options() -> None:
-    """--vault, --agent and --json after the name, on every command and subcommand."""
-    import typer.main
+def _leaves() -> list[tuple[str, object]]:
+    """Every command that runs something (groups' subcommands, not the groups)."""
+    from typer.core import TyperGroup
 
     from vaultmem.cli.app import app
+    from vaultmem.cli.lazy import walk
 
     root = typer.main.get_command(app)
+    return [(path, cmd) for path, cmd in walk(root) if not isinstance(cmd, TyperGroup)]
+
+
+def test_every_command_accepts_common_options() -> None:
+    """--vault, --agent and --json after the name, on every command and subcommand."""
     missing = []
-
-    def walk(cmd: object, path: str) -> None:
-        subs = getattr(cmd, "commands", None)
-        if subs:
-            for name, sub in subs.items():
-                walk(sub, f"{path} {name}")
-            return
+    for path, cmd in _leaves():
         opts = {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])}
-        for needed in ("--vault", "--agent", "--json"):
-            if needed not in opts:
-                missing.append(f"{path.strip()}: {needed}")
-
-    walk(root, "")
+        missing += [f"{path}: {o}" for o in ("--vault", "--agent", "--json") if o not in opts]
     assert not missing
 
 
 def test_every_command_help_ends_with_example() -> None:
-    import typer.main
-
-    from vaultmem.cli.app import app
-
-    root = typer.main.get_command(app)
-    lacking = []
-
-    def walk(cmd: object, path: str) -> None:
-        subs = getattr(cmd, "commands", None)
-        if subs:
-            for name, sub in subs.items():
-                walk(sub, f"{path} {name}")
-            if not path:
-                return
-        epilog = getattr(cmd, "epilog", None) or ""
-        if path and not subs and "vaultmem" not in epilog:
-            lacking.append(path.strip())
-
-    walk(root, "")
+    lacking = [path for path, cmd in _leaves() if "vaultmem" not in (cmd.epilog or "")]  # type: ignore[attr-defined]
     assert not lacking
+
+
+def test_the_lazy_table_names_every_registered_command() -> None:
+    """cli/lazy.py's COMMANDS table and the commands the modules register agree."""
+    import importlib
+
+    from vaultmem.cli.base import commands
+    from vaultmem.cli.lazy import COMMANDS, _name
+
+    for module in set(COMMANDS.values()):
+        importlib.import_module(f"vaultmem.cli.{module}")
+    registered = {_name(i) for i in commands.registered_commands}
+    registered |= {str(g.name) for g in commands.registered_groups}
+    assert registered == set(COMMANDS)
+
+
+def test_a_typo_gets_a_suggestion(cli: object) -> None:
+    res = cli("reed")  # type: ignore[operator]
+    assert res.exit_code == 2 and "Did you mean 'read'" in res.stderr
 
 
 def test_python_m_vaultmem_runs(vault: Path) -> None:

@@ -14,17 +14,9 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encodi
 
 
 def command_paths() -> list[str]:
-    out: list[str] = []
+    from vaultmem.cli.lazy import walk
 
-    def walk(cmd: object, path: str) -> None:
-        subs = getattr(cmd, "commands", None)
-        if path:
-            out.append(path)
-        for name, sub in (subs or {}).items():
-            walk(sub, f"{path} {name}".strip())
-
-    walk(typer.main.get_command(app), "")
-    return out
+    return [path for path, _cmd in walk(typer.main.get_command(app))]
 
 
 def test_every_command_has_help() -> None:

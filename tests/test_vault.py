@@ -147,7 +147,11 @@ def test_init_refuses_agent_reviewer_clash(tmp_path: Path) -> None:
 
 def test_set_toml_names_keeps_other_lines() -> None:
     text = '# hi\nagents = ["a",\n  "b"]\nreviewers = []\n\n[log]\nlock_timeout = 1.0\n'
-    out = set_toml_names(text, "agents", ["a", "b", "c"])
+    where = Path("vaultmem.toml")
+    out = set_toml_names(text, "agents", ["a", "b", "c"], where)
     assert out.startswith('# hi\nagents = ["a", "b", "c"]\nreviewers = []')
-    out = set_toml_names("[log]\nx = 1\n", "agents", ["a"])
+    out = set_toml_names("[log]\nlock_timeout = 1\n", "agents", ["a"], where)
     assert out.startswith('agents = ["a"]\n\n[log]')
+    # a key inside a table is not the top-level key
+    out = set_toml_names("[bank]\nread_limit = 3\n", "reviewers", ["c"], where)
+    assert out == 'reviewers = ["c"]\n\n[bank]\nread_limit = 3\n'

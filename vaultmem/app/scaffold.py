@@ -6,13 +6,18 @@ deleted) and never overwrites a file.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from vaultmem.app.upgrade import current_format
 from vaultmem.core import clock
-from vaultmem.core.config import CONFIG_NAME, SUPPORTED_LANGUAGES, load_config, parse_config
+from vaultmem.core.config import (
+    CONFIG_NAME,
+    SUPPORTED_LANGUAGES,
+    load_config,
+    set_toml_key,
+    toml_list,
+)
 from vaultmem.core.errors import UsageError, VaultError
 from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
 from vaultmem.core.templates import template
@@ -29,19 +34,9 @@ class InitResult:
     existed: bool  # a vaultmem.toml was already there
 
 
-def _toml_list(names: list[str]) -> str:
-    return "[" + ", ".join(json.dumps(n) for n in names) + "]"
-
-
-def set_toml_names(text: str, key: str, names: list[str]) -> str:
+def set_toml_names(text: str, key: str, names: list[str], path: Path) -> str:
     """Rewrite one top-level `key = [...]` array in place, keeping every other line."""
-    pattern = re.compile(rf"^{key}\s*=\s*\[[^\]]*\]", re.MULTILINE)
-    line = f"{key} = {_toml_list(names)}"
-    if pattern.search(text):
-        return pattern.sub(line, text, count=1)
-    table = re.search(r"^\[", text, re.MULTILINE)
-    at = table.start() if table else len(text)
-    return text[:at] + line + "\n" + ("\n" if table else "") + text[at:]
+    return set_toml_key(text, key, toml_list(names), path)
 
 
 def _count_notes(root: Path) -> int:
@@ -99,9 +94,11 @@ def init_vault(
     if existed:
         text = read_text(config_path, what="config")
         new_text = set_toml_names(
-            set_toml_names(text, "agents", all_agents), "reviewers", all_reviewers
+            set_toml_names(text, "agents", all_agents, config_path),
+            "reviewers",
+            all_reviewers,
+            config_path,
         )
-        parse_config(new_text, config_path)  # never write a config we cannot read back
         if new_text != text:
             atomic_write(config_path, new_text)
     else:
@@ -109,8 +106,9 @@ def init_vault(
             config_path,
             template(
                 "vaultmem.toml",
-                agents=_toml_list(all_agents),
-                reviewers=_toml_list(all_reviewers),
+                agents=toml_list(all_agents),
+                reviewers=toml_list(all_reviewers),
+                format=str(current_format()),
                 language=language or "en",
             ),
         )

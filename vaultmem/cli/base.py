@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from vaultmem.cli.io import emit, emit_json, open_vault, read_text_arg, warn
+from vaultmem.cli.lazy import LazyGroup
 from vaultmem.core.config import ENV_AGENT, ENV_VAULT
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "JsonOpt",
     "VaultOpt",
     "app",
+    "commands",
     "emit",
     "emit_json",
     "example",
@@ -30,13 +32,18 @@ __all__ = [
     "warn",
 ]
 
+# The root: a lazy group that builds only the command a line names (cli/lazy.py).
 app = typer.Typer(
     name="vaultmem",
+    cls=LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+# Where command modules register their commands; the root looks them up here, one at a time.
+commands = typer.Typer()
 
 COMMON = "Common options"
 

@@ -11,7 +11,7 @@ from vaultmem.cli.base import (
     AgentOpt,
     JsonOpt,
     VaultOpt,
-    app,
+    commands,
     emit,
     emit_json,
     example,
@@ -53,7 +53,7 @@ def _warn_redactions(results: Any) -> None:
         warn(f"redacted what looked like credentials ({', '.join(kinds)}) before writing")
 
 
-@app.command(
+@commands.command(
     epilog=example(
         'vaultmem retain "Chiara wants migrations reviewed before Friday" --type preference '
         "--agent ella --source session-2026-11-29",
@@ -224,7 +224,7 @@ promote_app = typer.Typer(
     invoke_without_command=True,
     no_args_is_help=False,
 )
-app.add_typer(promote_app, name="promote")
+commands.add_typer(promote_app, name="promote")
 
 
 @promote_app.callback(
@@ -440,7 +440,7 @@ bank_app = typer.Typer(
     no_args_is_help=True,
     epilog=example("vaultmem bank prune --older-than 60d"),
 )
-app.add_typer(bank_app, name="bank")
+commands.add_typer(bank_app, name="bank")
 
 
 @bank_app.command(epilog=example("vaultmem bank prune --older-than 60d --dry-run"))

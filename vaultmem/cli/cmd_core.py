@@ -7,10 +7,19 @@ from typing import Annotated
 
 import typer
 
-from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, app, emit, emit_json, example, open_vault
+from vaultmem.cli.base import (
+    AgentOpt,
+    JsonOpt,
+    VaultOpt,
+    commands,
+    emit,
+    emit_json,
+    example,
+    open_vault,
+)
 
 
-@app.command(
+@commands.command(
     epilog=example("vaultmem init my-vault --agent ella --agent lyra --reviewer chiara"),
 )
 def init(
@@ -53,7 +62,7 @@ def init(
         emit(f"  adopted {result.adopted_notes} existing note(s); vaultmem leaves them as they are")
 
 
-@app.command(
+@commands.command(
     epilog=example(
         "vaultmem read --agent ella",
         "vaultmem read --agent ella --budget 2000 --json",
@@ -96,7 +105,7 @@ def read(
     hot.read(budget=budget, peek=peek, query=query, vault=vault, agent=agent, as_json=as_json)
 
 
-@app.command(epilog=example("vaultmem status", "vaultmem status --json"))
+@commands.command(epilog=example("vaultmem status", "vaultmem status --json"))
 def status(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Vault path, agents, facts by type and status, and every problem found.
 
@@ -113,7 +122,38 @@ def status(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
     render_status(report)
 
 
-@app.command(epilog=example("vaultmem mcp --agent ella --vault ~/notes/orbit"))
+@commands.command(epilog=example("vaultmem upgrade --dry-run", "vaultmem upgrade"))
+def upgrade(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would change; change nothing.")
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring the vault's files to the format this vaultmem writes (numbered migrations).
+
+    Runs only the migrations the vault has not seen, records the new `format` in
+    vaultmem.toml, and keeps every line a person wrote. Safe to run again.
+    """
+    from vaultmem.app.upgrade import upgrade as do_upgrade
+
+    report = do_upgrade(open_vault(vault), dry_run=dry_run)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    if not report.steps:
+        emit(f"format {report.from_format}: up to date")
+        return
+    verb = "would upgrade" if dry_run else "upgraded"
+    emit(f"{verb} format {report.from_format} -> {report.to_format}")
+    for step in report.steps:
+        emit(f"  {step.name}: {len(step.changes)} change(s)")
+        for change in step.changes:
+            emit(f"    {change}")
+
+
+@commands.command(epilog=example("vaultmem mcp --agent ella --vault ~/notes/orbit"))
 def mcp(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Serve this vault to one agent over MCP (stdio): read, append, recall, retain, ...
 

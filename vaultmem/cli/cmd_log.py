@@ -15,7 +15,7 @@ from vaultmem.cli.base import (
     AgentOpt,
     JsonOpt,
     VaultOpt,
-    app,
+    commands,
     emit,
     emit_json,
     example,
@@ -27,7 +27,7 @@ from vaultmem.cli.hot import warn_redactions
 from vaultmem.nexus import checkpoints
 
 
-@app.command(
+@commands.command(
     epilog=example(
         'vaultmem append "Webhook retries are idempotent now" --channel backend --type fix '
         "--agent ella",
@@ -84,7 +84,7 @@ log_app = typer.Typer(
     invoke_without_command=True,
     no_args_is_help=False,
 )
-app.add_typer(log_app, name="log")
+commands.add_typer(log_app, name="log")
 
 
 @log_app.callback(
@@ -182,7 +182,7 @@ def log_rotate(
     emit(f"{result.kept} entries stay in the live log")
 
 
-@app.command(
+@commands.command(
     epilog=example(
         'vaultmem decide "Prices are stored in cents" --why "no float rounding in refunds" '
         "--tag payments --agent ella",
@@ -227,7 +227,7 @@ def decide(
         emit(result.decision.id)
 
 
-@app.command(epilog=example("vaultmem decisions", "vaultmem decisions --all --json"))
+@commands.command(epilog=example("vaultmem decisions", "vaultmem decisions --all --json"))
 def decisions(
     all_: Annotated[
         bool, typer.Option("--all", help="Include superseded decisions (marked).")
@@ -248,7 +248,7 @@ def decisions(
     print_decisions(found)
 
 
-@app.command(
+@commands.command(
     epilog=example(
         'vaultmem checkpoint "Retries done; idempotency key test still red" --task "Stripe webhooks" '
         '--next "fix the idempotency test" --agent ella',
@@ -328,7 +328,7 @@ state_app = typer.Typer(
     help="Print nexus/project-state.md; `state set SECTION TEXT` replaces one section.",
     invoke_without_command=True,
 )
-app.add_typer(state_app, name="state")
+commands.add_typer(state_app, name="state")
 
 
 @state_app.callback(epilog=example("vaultmem state", "vaultmem state --json"))
@@ -400,7 +400,7 @@ keys_app = typer.Typer(
     no_args_is_help=True,
     epilog=example("vaultmem keys create --agent ella", "vaultmem keys list"),
 )
-app.add_typer(keys_app, name="keys")
+commands.add_typer(keys_app, name="keys")
 
 
 @keys_app.command("create", epilog=example("vaultmem keys create --agent ella"))
@@ -439,7 +439,7 @@ def keys_list(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt =
         emit(f"{r['agent']:<12} {r['key_id']}  created {r['created'] or '?'}  ({here})")
 
 
-@app.command(epilog=example("vaultmem verify", "vaultmem verify --json"))
+@commands.command(epilog=example("vaultmem verify", "vaultmem verify --json"))
 def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Check the logs (hashes, chains, signatures, gaps) and the memory notes.
 
@@ -465,7 +465,7 @@ def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
         raise typer.Exit(5)
 
 
-@app.command(epilog=example("vaultmem repair", "vaultmem repair --json"))
+@commands.command(epilog=example("vaultmem repair", "vaultmem repair --json"))
 def repair(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Restore log entries an editor lost (from the journal, in time order), put back edited
     entries, set torn text aside; say what was done. Exit 5 if problems remain."""

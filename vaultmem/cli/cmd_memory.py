@@ -10,7 +10,7 @@ from vaultmem.cli.base import (
     AgentOpt,
     JsonOpt,
     VaultOpt,
-    app,
+    commands,
     emit,
     emit_json,
     example,
@@ -19,7 +19,7 @@ from vaultmem.cli.base import (
 )
 
 
-@app.command(
+@commands.command(
     epilog=example(
         'vaultmem remember "Chiara reviews on Fridays" --name "Review day" '
         '--description "When reviews happen" --type user'
@@ -78,7 +78,7 @@ def remember(
         emit(f"{fact.id} {fact.path}")
 
 
-@app.command(epilog=example("vaultmem memories --type project", "vaultmem memories --json"))
+@commands.command(epilog=example("vaultmem memories --type project", "vaultmem memories --json"))
 def memories(
     type_: Annotated[
         str | None,
@@ -105,7 +105,7 @@ def memories(
     render_facts(facts)
 
 
-@app.command(epilog=example("vaultmem forget m-1a2b3c4d"))
+@commands.command(epilog=example("vaultmem forget m-1a2b3c4d"))
 def forget(
     fact_id: Annotated[
         str, typer.Argument(metavar="ID", help="Fact id (or slug, or vault-relative path).")
@@ -130,7 +130,7 @@ def forget(
         warn("no MEMORY.md line linked to it")
 
 
-@app.command(epilog=example('vaultmem retract m-1a2b3c4d --why "the deadline moved to May"'))
+@commands.command(epilog=example('vaultmem retract m-1a2b3c4d --why "the deadline moved to May"'))
 def retract(
     fact_id: Annotated[
         str, typer.Argument(metavar="ID", help="Fact id (or slug, or vault-relative path).")

@@ -10,12 +10,12 @@ from typing import Annotated
 
 import typer
 
-from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, app, emit, emit_json, example
+from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, commands, emit, emit_json, example
 from vaultmem.cli.hot import warn_freshness
 from vaultmem.recall import manifest, refresh
 
 
-@app.command(
+@commands.command(
     epilog=example(
         'vaultmem recall "stripe webhooks"',
         'vaultmem recall "capacity" --kind memory --limit 3 --json',
@@ -92,7 +92,7 @@ def recall(
     )
 
 
-@app.command(
+@commands.command(
     "index",
     epilog=example("vaultmem index", "vaultmem index --rebuild", "vaultmem index --json"),
 )
@@ -133,7 +133,7 @@ def index_cmd(
         emit(f"  ! {p.path}: {p.kind}: {p.message}")
 
 
-@app.command(epilog=example("vaultmem watch", "vaultmem watch --json --debounce 1"))
+@commands.command(epilog=example("vaultmem watch", "vaultmem watch --json --debounce 1"))
 def watch(
     debounce: Annotated[
         float, typer.Option(help="Seconds of quiet before a burst of changes is indexed.")

@@ -2,62 +2,36 @@
 
 Importing typer costs more than everything vaultmem itself does on `read` or `append` (~45 ms
 of a ~130 ms call, most of it pydantic through typer's adapters). The typer app stays the one
-source of truth for the command line: after a normal (typer) run, `save_spec` derives from it a
-small JSON description of the hot commands' options (names, flags, types, defaults, env vars),
-cached in VAULTMEM_HOME and keyed by the vaultmem version and the CLI modules' stat. On the
-next call `try_fast` parses the arguments with that description and calls the same function the
-typer command calls (`vaultmem.cli.hot`). Anything it does not fully understand — `--help`, an
-unknown or short-bundled option, a missing argument, a value that does not convert, a stale or
-missing cache — falls back to typer, which then prints its usual message. VAULTMEM_NO_FAST=1
-turns the fast path off.
+definition of the command line: `vaultmem/cli/spec.py` is generated from it
+(`python -m vaultmem.cli.fast`) and committed, and a test fails when regenerating it gives
+anything else, so the two cannot drift and nothing is cached at run time. `try_fast` parses the
+arguments with that description and calls the same function the typer command calls
+(`vaultmem.cli.hot`). Anything it does not fully understand — `--help`, an unknown or
+short-bundled option, a missing argument, a value that does not convert or is not one of the
+choices — goes through typer, which prints its usual message. VAULTMEM_NO_FAST=1 turns the fast
+path off.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import sys
 import types
 import typing
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core.config import ENV_NO_FAST, env, env_debug, home_dir
+from vaultmem.core.config import ENV_NO_FAST, env
 
 HOT = ("read", "append", "recall")
-_SPEC_VERSION = 1
 _TYPES = {"str": str, "int": int, "float": float, "path": Path}
 
 
-def _spec_file() -> Path:
-    return home_dir() / "cache" / "cli-spec.json"
-
-
-def _key() -> str:
-    """Changes whenever vaultmem or any CLI module changes."""
-    from vaultmem import __version__
-
-    folder = Path(__file__).resolve().parent
-    digest = hashlib.blake2b(f"{_SPEC_VERSION}:{__version__}".encode(), digest_size=12)
-    for path in sorted(folder.glob("*.py")):
-        st = path.stat()
-        digest.update(f"{path.name}:{st.st_mtime_ns}:{st.st_size};".encode())
-    return digest.hexdigest()
-
-
-def _load() -> dict[str, Any] | None:
-    try:
-        data = json.loads(_spec_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("key") != _key():
-        return None
-    return data
-
-
-def _convert(kind: str, raw: str) -> Any:
-    return _TYPES[kind](raw)
+def _convert(param: dict[str, Any], raw: str) -> Any:
+    if param["type"] == "choice":
+        if raw not in param["choices"]:
+            raise ValueError(raw)
+        return raw
+    return _TYPES[param["type"]](raw)
 
 
 def parse(spec: dict[str, Any], args: list[str]) -> dict[str, Any] | None:
@@ -76,6 +50,8 @@ def parse(spec: dict[str, Any], args: list[str]) -> dict[str, Any] | None:
             break
         if arg.startswith("-") and arg != "-":
             name, eq, attached = arg.partition("=")
+            if eq and not name.startswith("--"):
+                return None  # click reads `-c=x` as `-c` with the value `=x`: typer decides
             param = options.get(name)
             if param is None:
                 return None  # unknown option, --help, bundled short flags: typer decides
@@ -90,7 +66,7 @@ def parse(spec: dict[str, Any], args: list[str]) -> dict[str, Any] | None:
                         return None
                     attached = args[i]
                 try:
-                    value = _convert(param["type"], attached)
+                    value = _convert(param, attached)
                 except (ValueError, TypeError):
                     return None
             if param["multiple"]:
@@ -105,7 +81,7 @@ def parse(spec: dict[str, Any], args: list[str]) -> dict[str, Any] | None:
         return None
     for param, raw in zip(arguments, positional, strict=False):
         try:
-            values[param["name"]] = _convert(param["type"], raw)
+            values[param["name"]] = _convert(param, raw)
         except (ValueError, TypeError):
             return None
     for param in spec["params"]:
@@ -114,7 +90,7 @@ def parse(spec: dict[str, Any], args: list[str]) -> dict[str, Any] | None:
         from_env = env(param["envvar"]) if param.get("envvar") else None
         if from_env is not None:
             try:
-                values[param["name"]] = _convert(param["type"], from_env)
+                values[param["name"]] = _convert(param, from_env)
             except (ValueError, TypeError):
                 return None
         elif param["required"]:
@@ -129,10 +105,10 @@ def try_fast(argv: list[str]) -> bool:
     if not argv or argv[0] not in HOT or env(ENV_NO_FAST):
         return False
     from vaultmem.cli.boundary import split_flags
+    from vaultmem.cli.spec import SPEC
 
     args, debug, as_json = split_flags(argv)
-    spec = _load()
-    command = spec["commands"].get(args[0]) if spec else None
+    command = SPEC.get(args[0])
     if command is None:
         return False
     kwargs = parse(command, args[1:])
@@ -146,8 +122,13 @@ def try_fast(argv: list[str]) -> bool:
     return True
 
 
+# --- generating spec.py from the typer app ----------------------------------------------------
+
+
 def _describe(param: Any, annotation: Any) -> dict[str, Any] | None:
-    """One click parameter as JSON, or None if the fast parser cannot handle it."""
+    """One click parameter as data, or None if the fast parser cannot handle it."""
+    import enum
+
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -159,7 +140,15 @@ def _describe(param: Any, annotation: Any) -> dict[str, Any] | None:
     if multiple:
         annotation = typing.get_args(annotation)[0]
     names = {str: "str", int: "int", float: "float", Path: "path", bool: "bool"}
-    kind = names.get(annotation)
+    choices: list[str] | None = None
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        desc = getattr(param, "type_descriptor", None)  # typer's own parameter description
+        if desc is None or not desc.is_choice or not desc.choices:
+            return None
+        kind: str | None = "choice"
+        choices = [str(c.value if isinstance(c, enum.Enum) else c) for c in desc.choices]
+    else:
+        kind = names.get(annotation)
     is_option = getattr(param, "param_type_name", "") == "option"
     if kind is None or param.callback is not None or param.nargs not in (1, -1):
         return None
@@ -169,9 +158,11 @@ def _describe(param: Any, annotation: Any) -> dict[str, Any] | None:
     if kind == "bool" and not flag:
         return None
     default = param.default
+    if isinstance(default, enum.Enum):
+        default = default.value
     if default is not None and not isinstance(default, str | int | float | bool):
         return None
-    return {
+    out: dict[str, Any] = {
         "name": param.name,
         "opts": list(param.opts) if is_option else [],
         "flag": flag,
@@ -181,45 +172,57 @@ def _describe(param: Any, annotation: Any) -> dict[str, Any] | None:
         "default": default,
         "required": bool(param.required),
     }
+    if choices is not None:
+        out["choices"] = choices
+    return out
 
 
-def build_spec(app: Any) -> dict[str, Any]:
-    """Derive the fast parser's description of the hot commands from the typer app."""
+def build_spec() -> dict[str, Any]:
+    """The fast parser's description of the hot commands, derived from the typer app."""
     import inspect
 
-    import typer.main
-
     from vaultmem.cli import hot
+    from vaultmem.cli.base import app, commands
+    from vaultmem.cli.lazy import build
 
-    group = typer.main.get_command(app)
-    infos = {(i.name or i.callback.__name__): i for i in app.registered_commands if i.callback}
-    commands: dict[str, Any] = {}
+    commands_out: dict[str, Any] = {}
     for name in HOT:
-        click_cmd = getattr(group, "commands", {}).get(name)
-        info = infos.get(name)
+        click_cmd = build(name, app)
+        info = next(
+            (i for i in commands.registered_commands if i.callback and (i.name or "") == name),
+            None,
+        ) or next(
+            (i for i in commands.registered_commands if i.callback and i.callback.__name__ == name),
+            None,
+        )
         impl = getattr(hot, name, None)
-        if click_cmd is None or info is None or impl is None:
+        if click_cmd is None or info is None or impl is None or info.callback is None:
             continue
         hints = typing.get_type_hints(info.callback, include_extras=True)
         params = [_describe(p, hints.get(p.name or "")) for p in click_cmd.params]
         wanted = set(inspect.signature(impl).parameters)
         if any(p is None for p in params) or {p["name"] for p in params if p} != wanted:
             continue  # this command cannot take the fast path; typer handles it
-        commands[name] = {"params": params}
-    return {"key": _key(), "commands": commands}
+        commands_out[name] = {"params": params}
+    return commands_out
 
 
-def save_spec(app: Any) -> None:
-    """After a typer run of a hot command: cache the spec if it is missing or stale."""
-    if _load() is not None:
-        return
-    try:
-        spec = build_spec(app)
-        target = _spec_file()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(spec), encoding="utf-8")
-        tmp.replace(target)
-    except Exception as exc:  # a cache must never break a command
-        if env_debug():
-            sys.stderr.write(f"warning: could not cache the CLI spec: {exc}\n")
+def render_spec(spec: dict[str, Any]) -> str:
+    import pprint
+
+    return (
+        '"""Generated by `python -m vaultmem.cli.fast` from the typer app: do not edit.\n\n'
+        "What the start-up fast path (cli/fast.py) knows of the hot commands' options. A test\n"
+        'regenerates it and fails on any difference, so it cannot drift from the typer app.\n"""\n\n'
+        "from typing import Any\n\n"
+        f"SPEC: dict[str, Any] = {pprint.pformat(spec, width=96, sort_dicts=False)}\n"
+    )
+
+
+def spec_path() -> Path:
+    return Path(__file__).resolve().parent / "spec.py"
+
+
+if __name__ == "__main__":
+    spec_path().write_text(render_spec(build_spec()), encoding="utf-8")
+    sys.stdout.write(f"wrote {spec_path()}\n")

@@ -6,7 +6,9 @@ This is the only module that reads `os.environ`. Entry points (the CLI, the MCP 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -84,6 +86,7 @@ class Config:
     reviewers: tuple[str, ...] = ()
     language: str = "en"
     default_reviewer: str | None = None
+    format: int = 0  # how many migrations the vault has seen (vaultmem upgrade)
     log: LogSettings = field(default_factory=LogSettings)
     secrets: SecretSettings = field(default_factory=SecretSettings)
     read: ReadSettings = field(default_factory=ReadSettings)
@@ -143,8 +146,15 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(
             f"{path}: default_reviewer must be a name", 'e.g. default_reviewer = "chiara"'
         )
+    fmt = raw.get("format", 0)
+    if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt < 0:
+        raise ConfigError(
+            f"{path}: format must be a whole number >= 0, got {fmt!r}",
+            "vaultmem upgrade sets it; remove the line to start from 0",
+        )
     return Config(
         agents=_names(raw.get("agents"), "agents", path),
+        format=fmt,
         reviewers=_names(raw.get("reviewers"), "reviewers", path),
         language=language,
         default_reviewer=default_reviewer,
@@ -155,6 +165,30 @@ def parse_config(text: str, path: Path) -> Config:
         llm=_section(LLMSettings, raw.get("llm"), "llm", path),
         bank=_section(BankSettings, raw.get("bank"), "bank", path),
     )
+
+
+def set_toml_key(text: str, key: str, literal: str, path: Path) -> str:
+    """Set one top-level `key = literal` in a vaultmem.toml text, keeping every other line.
+
+    A key already there is replaced in place (a one-line value, or an array over several
+    lines); a new one goes before the first table. The result must parse as a valid config.
+    """
+    pattern = re.compile(rf"^{re.escape(key)}[ \t]*=[ \t]*(?:\[[^\]]*\]|[^\n]*)", re.MULTILINE)
+    head_end = m.start() if (m := re.search(r"^\[", text, re.MULTILINE)) else len(text)
+    line = f"{key} = {literal}"
+    found = pattern.search(text, 0, head_end)
+    if found:
+        new = text[: found.start()] + line + text[found.end() :]
+    else:
+        new = (
+            text[:head_end] + line + "\n" + ("\n" if head_end < len(text) else "") + text[head_end:]
+        )
+    parse_config(new, path)  # never write a config we cannot read back
+    return new
+
+
+def toml_list(names: list[str] | tuple[str, ...]) -> str:
+    return "[" + ", ".join(json.dumps(n) for n in names) + "]"
 
 
 def load_config(path: Path) -> Config:

@@ -1,18 +1,26 @@
 """Markdown notes with YAML frontmatter: parse, render, and edit without losing human edits.
 
-A person may reorder keys, add their own, comment them, or write anywhere in the body.
-`set_frontmatter` therefore edits the frontmatter block key by key: the lines of a key vaultmem
-owns are replaced, every other line (keys, comments, blank lines) is kept byte for byte. Only if
-the result would not parse back to the expected mapping (exotic YAML such as anchors shared
-between keys) does it fall back to re-serialising the whole mapping, which still keeps every
-key and value.
+Reading goes through python-frontmatter (its YAML handler finds the block and loads it). Two
+things the library alone does not serve, and that stay here:
 
-PyYAML is imported lazily: `vaultmem append` never parses YAML.
+- line numbers: recall points at lines of the file, so `parse` keeps where the body starts;
+- writing: python-frontmatter re-dumps the whole mapping, which drops a person's comments and
+  key order. `set_frontmatter` edits the block key by key instead: the lines of a key vaultmem
+  owns are replaced, every other line (keys, comments, blank lines) is kept byte for byte. Only
+  if the result would not parse back to the expected mapping (exotic YAML such as anchors
+  shared between keys) does it fall back to re-serialising the whole mapping, which still
+  keeps every key and value.
+
+Times are written in one form everywhere (`core.clock`): unquoted `2026-11-29T15:20:01Z`, which
+YAML reads as a timestamp and Obsidian shows as a Date & time property; days as `2026-11-29`.
+
+PyYAML and python-frontmatter are imported lazily: `vaultmem append` never parses YAML.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,11 +57,6 @@ def _yaml() -> Any:
     return yaml
 
 
-def _loader() -> Any:
-    yaml = _yaml()
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _jsonable(value: Any) -> Any:
     """YAML turns unquoted dates into date objects; agents get ISO strings."""
     if isinstance(value, dt.datetime):
@@ -68,7 +71,10 @@ def _jsonable(value: Any) -> Any:
 
 
 def split_frontmatter(text: str) -> tuple[list[str] | None, str, int]:
-    """Return (frontmatter lines or None, body, 1-based body line). Unclosed → ValueError."""
+    """Return (frontmatter lines or None, body, 1-based body line). Unclosed → ValueError.
+
+    The key-by-key writer needs the block as lines; `parse` uses python-frontmatter.
+    """
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].lstrip("\ufeff").rstrip("\r\n") != "---":
         return None, text, 1
@@ -78,10 +84,18 @@ def split_frontmatter(text: str) -> tuple[list[str] | None, str, int]:
     raise ValueError("frontmatter starts with '---' but has no closing '---'")
 
 
+@functools.cache
+def _handler() -> Any:
+    from frontmatter.default_handlers import YAMLHandler
+
+    # python-frontmatter's YAML handler, closing on `---` or YAML's `...` (CRLF files too)
+    return YAMLHandler(fm_boundary=re.compile(r"^(?:-{3}|\.{3})[ \t\r]*$", re.MULTILINE))
+
+
 def load_yaml_mapping(source: str) -> dict[str, Any]:
     yaml = _yaml()
     try:
-        data = yaml.load(source, Loader=_loader())
+        data = _handler().load(source)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (frontmatter line {mark.line + 1})" if mark is not None else ""
@@ -96,14 +110,21 @@ def load_yaml_mapping(source: str) -> dict[str, Any]:
 
 def parse(text: str) -> Note:
     """Parse a note. Broken frontmatter is reported in `Note.error`, never raised."""
+    clean = text.removeprefix("\ufeff")
+    first = clean.split("\n", 1)[0].rstrip("\r")
+    if first != "---":
+        return Note(text=text, body=text, body_line=1)
+    handler = _handler()
     try:
-        fm_lines, body, body_line = split_frontmatter(text)
-    except ValueError as exc:
-        return Note(text=text, body=text, has_frontmatter=True, error=str(exc))
-    if fm_lines is None:
-        return Note(text=text, body=body, body_line=body_line)
+        fm, content = handler.split(clean)
+    except ValueError:
+        error = "frontmatter starts with '---' but has no closing '---'"
+        return Note(text=text, body=text, has_frontmatter=True, error=error)
+    # the library leaves the closing line's own newline on the body
+    body = content[2:] if content.startswith("\r\n") else content.removeprefix("\n")
+    body_line = text[: len(text) - len(body)].count("\n") + 1 if body else text.count("\n") + 1
     try:
-        meta = load_yaml_mapping("".join(fm_lines))
+        meta = load_yaml_mapping(fm)
     except ValueError as exc:
         return Note(text=text, body=body, body_line=body_line, has_frontmatter=True, error=str(exc))
     return Note(text=text, meta=meta, body=body, body_line=body_line, has_frontmatter=True)
@@ -124,6 +145,13 @@ def require_ok(note: Note, path: Path) -> Note:
     return note
 
 
+# a top-level `key: '2026-11-29T15:20:01Z'` (or a quoted day) as PyYAML writes a string that
+# looks like a timestamp; written plain, YAML and Obsidian read it as a date
+_QUOTED_TIME = re.compile(
+    r"^([^\s#][^:\n]*: )'(\d{4}-\d\d-\d\d(?:T\d\d:\d\d:\d\dZ)?)'$", re.MULTILINE
+)
+
+
 def dump_mapping(meta: dict[str, Any]) -> str:
     yaml = _yaml()
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -135,7 +163,7 @@ def dump_mapping(meta: dict[str, Any]) -> str:
         default_flow_style=False,
         width=1_000_000,
     )
-    return out
+    return _QUOTED_TIME.sub(r"\1\2", out)
 
 
 def render(meta: dict[str, Any], body: str) -> str:

@@ -46,7 +46,7 @@ def render_checkpoint(cp: Checkpoint) -> str:
     head = [
         "---",
         f"agent: {cp.agent}",
-        f"updated: {json.dumps(cp.updated)}",
+        f"updated: {cp.updated}",  # a stamp: plain, so Obsidian shows a date
         f"task: {json.dumps(cp.task or '', ensure_ascii=False)}",
         "tags:",
         "  - vaultmem/checkpoint",
@@ -144,7 +144,7 @@ def write_checkpoint(
         raise UsageError("the checkpoint is empty", "pass TEXT (or '-'), --task or --next")
     path = vault.checkpoint(agent)
     vault.path(vault.rel(path))
-    cp = Checkpoint(agent, vault.rel(path), True, clock.stamp_ms(), task, text, tuple(steps))
+    cp = Checkpoint(agent, vault.rel(path), True, clock.stamp(), task, text, tuple(steps))
     journal = _checkpoint_journal(vault, agent)
     with exclusive(
         lock_path(vault.state_dir, f"checkpoint-{agent}"),

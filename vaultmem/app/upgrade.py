@@ -1,0 +1,152 @@
+"""`vaultmem upgrade`: numbered migrations that bring a vault's files to the current format.
+
+The model is simonw/llm's `migrations.py`: each migration is a function registered in order with
+`@migration`; a vault records how many it has seen as `format = N` in `vaultmem.toml`, and
+`upgrade` runs the ones it has not, in order, then records the new number. A migration must be
+safe to run twice and must keep every byte a person wrote that it does not own. The next format
+change goes here as `m00N_...`; `docs/FORMAT.md` says what each format number means.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vaultmem.core import clock, notes
+from vaultmem.core.config import CONFIG_NAME, set_toml_key
+from vaultmem.core.errors import VaultmemError
+from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.vault import Vault
+
+Migration = Callable[[Vault, bool], list[str]]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def current_format() -> int:
+    """The format this vaultmem writes: the number of migrations it knows."""
+    return len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    changes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "changes": list(self.changes)}
+
+
+@dataclass(frozen=True)
+class UpgradeReport:
+    from_format: int
+    to_format: int
+    steps: tuple[Step, ...] = field(default_factory=tuple)
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "from_format": self.from_format,
+            "to_format": self.to_format,
+            "steps": [s.to_dict() for s in self.steps],
+            "dry_run": self.dry_run,
+        }
+
+
+# --- the migrations ----------------------------------------------------------------------------
+
+
+@migration
+def m001_format_number(vault: Vault, dry_run: bool) -> list[str]:
+    """Vaults start recording their format number in vaultmem.toml. No file changes."""
+    return []
+
+
+# frontmatter keys vaultmem writes times into
+TIME_KEYS = (
+    "created",
+    "updated",
+    "last_seen",
+    "approved_at",
+    "rejected_at",
+    "expired_at",
+    "retracted_at",
+)
+_TIME_LINE = re.compile(rf"^(?:{'|'.join(TIME_KEYS)})[ \t]*:[ \t]*(?P<v>.*?)[ \t]*$", re.MULTILINE)
+_PLAIN_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def _time_notes(vault: Vault) -> list[Path]:
+    """Facts, bank notes, identities and checkpoints: the notes vaultmem stamps."""
+    folders = [vault.memory_dir()]
+    for agent in vault.known_agents():
+        folders += [vault.memory_dir(agent), vault.bank_dir(agent)]
+    found = [p for f in folders if f.is_dir() for p in sorted(f.glob("*.md"))]
+    for agent in vault.known_agents():
+        found += [p for p in (vault.identity(agent), vault.checkpoint(agent)) if p.is_file()]
+    return [p for p in found if p.name != "MEMORY.md" and not p.name.startswith(".")]
+
+
+@migration
+def m002_plain_time_properties(vault: Vault, dry_run: bool) -> list[str]:
+    """One form for times in frontmatter: unquoted `2026-11-29T15:20:01Z` (seconds, UTC).
+
+    Facts had them quoted and checkpoints carried milliseconds; Obsidian reads the plain form
+    as a Date & time property. Only the keys vaultmem owns are touched, each by its own line.
+    """
+    changes = []
+    for path in _time_notes(vault):
+        try:
+            text = read_text(path, what="note")
+        except VaultmemError:
+            continue  # `status` reports unreadable notes; a migration never rewrites them
+        fm_lines = notes.split_frontmatter(text)[0] if text.startswith("---") else None
+        if not fm_lines:
+            continue
+        updates: dict[str, Any] = {}
+        for m in _TIME_LINE.finditer("".join(fm_lines)):
+            raw = m.group("v")
+            key = m.group(0).split(":", 1)[0].strip()
+            moment = clock.parse_time(raw)
+            if moment is None or _PLAIN_STAMP.fullmatch(raw) or len(raw.strip("'\"")) == 10:
+                continue
+            updates[key] = clock.stamp(moment)
+        if not updates:
+            continue
+        try:
+            new = notes.set_frontmatter(text, updates, path=path)
+        except VaultmemError:
+            continue
+        if new != text:
+            changes.append(f"{vault.rel(path)}: {', '.join(sorted(updates))}")
+            if not dry_run:
+                atomic_write(vault.path(vault.rel(path)), new)
+    return changes
+
+
+# --- running them ------------------------------------------------------------------------------
+
+
+def upgrade(vault: Vault, *, dry_run: bool = False) -> UpgradeReport:
+    """Run the migrations this vault has not seen, in order; record the new format number."""
+    start = vault.config.format
+    steps = []
+    with exclusive(
+        lock_path(vault.state_dir, "upgrade"), vault.config.log.lock_timeout, what="upgrade"
+    ):
+        for fn in MIGRATIONS[start:]:
+            steps.append(Step(fn.__name__, tuple(fn(vault, dry_run))))
+        end = current_format()
+        if not dry_run and end != start:
+            config = vault.root / CONFIG_NAME
+            text = read_text(config, what="config")
+            atomic_write(vault.path(CONFIG_NAME), set_toml_key(text, "format", str(end), config))
+    return UpgradeReport(start, max(start, end), tuple(steps), dry_run)

@@ -1,0 +1,122 @@
+"""The root command group, lazy the documented click way: `list_commands` names every command
+from a table, `get_command` imports the one module that defines the asked-for command and builds
+only that command.
+
+typer builds a click object for every registered command on each call (~18 ms for all of
+vaultmem's, plus importing every command module); one is enough to run one. `--help` lists
+them all, which builds them all. `tests/test_cli.py` checks that the table and the
+registrations agree.
+"""
+
+from __future__ import annotations
+
+import importlib
+from difflib import get_close_matches
+from typing import Any
+
+import typer.main
+
+# typer vendors click (typer._click); TyperGroup extends that click's Group
+from typer._click import core as click
+from typer._click.exceptions import UsageError
+from typer.core import TyperGroup
+
+# command or group name -> the vaultmem.cli module that registers it, in help order
+COMMANDS: dict[str, str] = {
+    "init": "cmd_core",
+    "read": "cmd_core",
+    "status": "cmd_core",
+    "upgrade": "cmd_core",
+    "mcp": "cmd_core",
+    "remember": "cmd_memory",
+    "memories": "cmd_memory",
+    "forget": "cmd_memory",
+    "retract": "cmd_memory",
+    "append": "cmd_log",
+    "log": "cmd_log",
+    "decide": "cmd_log",
+    "decisions": "cmd_log",
+    "checkpoint": "cmd_log",
+    "state": "cmd_log",
+    "keys": "cmd_log",
+    "verify": "cmd_log",
+    "repair": "cmd_log",
+    "retain": "cmd_bank",
+    "promote": "cmd_bank",
+    "bank": "cmd_bank",
+    "recall": "cmd_recall",
+    "index": "cmd_recall",
+    "watch": "cmd_recall",
+}
+
+
+def registry() -> typer.Typer:
+    from vaultmem.cli.base import commands
+
+    return commands
+
+
+def _name(info: typer.models.CommandInfo) -> str:
+    callback = info.callback.__name__ if info.callback else ""
+    return info.name or typer.main.get_command_name(callback)
+
+
+def build(name: str, root: typer.Typer) -> click.Command | None:
+    """The click command (or group) `name`, after importing the module that registers it."""
+    module = COMMANDS.get(name)
+    if module is None:
+        return None
+    importlib.import_module(f"vaultmem.cli.{module}")
+    reg = registry()
+    settings: dict[str, Any] = {
+        "pretty_exceptions_short": root.pretty_exceptions_short,
+        "rich_markup_mode": root.rich_markup_mode,
+    }
+    for info in reg.registered_commands:
+        if _name(info) == name:
+            return typer.main.get_command_from_info(info, **settings)
+    for group in reg.registered_groups:
+        if group.name == name:
+            return typer.main.get_group_from_info(
+                group, suggest_commands=root.suggest_commands, **settings
+            )
+    return None
+
+
+class LazyGroup(TyperGroup):
+    """vaultmem's root group: commands are built when asked for, one at a time."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        from vaultmem.cli.base import app
+
+        return build(cmd_name, app)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            # typer suggests from `self.commands`, which a lazy group leaves empty
+            matches = get_close_matches(args[0], list(COMMANDS)) if args else []
+            if not matches or "Did you mean" in exc.message:
+                raise
+            names = ", ".join(repr(m) for m in matches)
+            raise UsageError(
+                f"{exc.message.rstrip('.')}. Did you mean {names}?", ctx=exc.ctx
+            ) from None
+
+
+def walk(command: click.Command, path: str = "") -> list[tuple[str, click.Command]]:
+    """(path, command) for every command and group under `command`, depth first."""
+    out = [(path, command)] if path else []
+    if isinstance(command, TyperGroup):
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None:
+                out += walk(sub, f"{path} {name}".strip())
+    return out
