@@ -9,19 +9,37 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import notes
+from vaultmem.core.choices import values
 from vaultmem.core.vault import Vault
+from vaultmem.memory.facts import FACT_TYPES
 
-BANK_TYPES = ("decision", "fact", "failure", "preference", "user", "project", "reference")
-
-
-STATUSES = ("pending", "approved", "rejected", "expired")
+BANK_TYPES = FACT_TYPES  # one vocabulary for facts, proposed or approved
 
 
-OUTCOMES = ("inserted", "duplicate", "may_supersede")
+class BankStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class Outcome(StrEnum):
+    """What retain did with a proposal."""
+
+    INSERTED = "inserted"
+    DUPLICATE = "duplicate"
+    MAY_SUPERSEDE = "may_supersede"
+
+
+STATUSES = values(BankStatus)
+
+
+OUTCOMES = values(Outcome)
 
 
 LIVE = ("pending", "active")  # statuses a new fact may supersede

@@ -20,7 +20,6 @@ from vaultmem.bank.dedupe import (
     rank_matches,
 )
 from vaultmem.bank.model import (
-    BANK_TYPES,
     EVIDENCE_HEADING,
     MAX_TEXT,
     Match,
@@ -33,19 +32,18 @@ from vaultmem.bank.model import (
 from vaultmem.bank.review_page import refresh_review_page
 from vaultmem.bank.store import bank_files, bank_lock, memory_lock, read_quick
 from vaultmem.core import clock, notes
+from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
 from vaultmem.core.similarity import signature
 from vaultmem.core.tags import clean_tags
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts
+from vaultmem.memory.facts import FactType
 
 
 def _validate(proposal: Proposal) -> Proposal:
-    if proposal.type not in BANK_TYPES:
-        raise UsageError(
-            f"unknown fact type {proposal.type!r}", f"use one of: {', '.join(BANK_TYPES)}"
-        )
+    choose(FactType, proposal.type, "fact type")
     text = proposal.text.strip()
     if not text:
         raise UsageError("the fact text is empty", "pass the fact as TEXT, or '-' to read stdin")

@@ -16,6 +16,7 @@ from typing import Any
 
 from vaultmem.bank import dedupe, model, review_page, store
 from vaultmem.core import clock, notes
+from vaultmem.core.choices import choose
 from vaultmem.core.errors import ReviewRefusedError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.similarity import normalise, signature
@@ -203,8 +204,7 @@ def _approve(
     supersedes: str | None = None,
 ) -> Decision:
     _not_self(fact, reviewer)
-    if scope not in facts.SCOPES:
-        raise UsageError(f"unknown scope {scope!r}", "use shared or agent")
+    scope = choose(facts.Scope, scope, "scope")
     stamp = clock.stamp()
     extra: dict[str, Any] = {
         "approved_by": reviewer,

@@ -20,6 +20,7 @@ from vaultmem.cli.base import (
     warn,
 )
 from vaultmem.core.config import ENV_REVIEWER
+from vaultmem.memory.facts import FactType, Scope
 
 ReviewerOpt = Annotated[
     str | None,
@@ -68,11 +69,11 @@ def retain(
         ),
     ] = None,
     type_: Annotated[
-        str | None,
+        FactType | None,
         typer.Option(
             "--type",
             "-t",
-            help="decision, fact, failure, preference, user, project or reference.",
+            help="What the fact is about.",
             show_default=False,
         ),
     ] = None,
@@ -304,8 +305,8 @@ def list_(
 def approve(
     fact_id: Annotated[str, typer.Argument(metavar="ID", help="Bank fact id (or file name).")],
     scope: Annotated[
-        str, typer.Option(help="shared (memory/) or agent (the author's own memory).")
-    ] = "shared",
+        Scope, typer.Option(help="shared (memory/) or agent (the author's own memory).")
+    ] = Scope.SHARED,
     name: Annotated[
         str | None,
         typer.Option(

@@ -25,6 +25,7 @@ from vaultmem.cli.base import (
 )
 from vaultmem.cli.hot import warn_redactions
 from vaultmem.nexus import checkpoints
+from vaultmem.nexus.entry import EntryType
 
 
 @commands.command(
@@ -38,13 +39,8 @@ def append(
     summary: Annotated[str, typer.Argument(help="One line (newlines are folded; capped).")],
     channel: Annotated[str, typer.Option("--channel", "-c", help="A free word.")] = "general",
     type_: Annotated[
-        str,
-        typer.Option(
-            "--type",
-            "-t",
-            help="note, handoff, fix, question, answer, decision, alert, ack or state.",
-        ),
-    ] = "note",
+        EntryType, typer.Option("--type", "-t", help="What the entry is.")
+    ] = EntryType.NOTE,
     body: Annotated[
         str | None,
         typer.Option(
@@ -117,7 +113,8 @@ def log_cmd(
         str | None, typer.Option("--channel", "-c", help="Only this channel.", show_default=False)
     ] = None,
     type_: Annotated[
-        str | None, typer.Option("--type", "-t", help="Only this type.", show_default=False)
+        EntryType | None,
+        typer.Option("--type", "-t", help="Only this type.", show_default=False),
     ] = None,
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing new entries as they come.")

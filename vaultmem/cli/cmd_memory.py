@@ -17,6 +17,7 @@ from vaultmem.cli.base import (
     open_vault,
     read_text_arg,
 )
+from vaultmem.memory.facts import FactType, Scope
 
 
 @commands.command(
@@ -28,14 +29,7 @@ from vaultmem.cli.base import (
 def remember(
     text: Annotated[str, typer.Argument(help="The fact, in a few sentences ('-' reads stdin).")],
     name: Annotated[str, typer.Option("--name", "-n", help="Short title; becomes the file name.")],
-    type_: Annotated[
-        str,
-        typer.Option(
-            "--type",
-            "-t",
-            help="user, feedback, project, reference, decision, fact, failure or preference.",
-        ),
-    ],
+    type_: Annotated[FactType, typer.Option("--type", "-t", help="What the fact is about.")],
     description: Annotated[
         str | None,
         typer.Option(
@@ -46,8 +40,8 @@ def remember(
         ),
     ] = None,
     scope: Annotated[
-        str, typer.Option(help="shared (memory/) or agent (agents/<agent>/memory/).")
-    ] = "shared",
+        Scope, typer.Option(help="shared (memory/) or agent (agents/<agent>/memory/).")
+    ] = Scope.SHARED,
     supersedes: Annotated[
         str | None,
         typer.Option(
@@ -81,7 +75,7 @@ def remember(
 @commands.command(epilog=example("vaultmem memories --type project", "vaultmem memories --json"))
 def memories(
     type_: Annotated[
-        str | None,
+        FactType | None,
         typer.Option("--type", "-t", help="Only facts of this type.", show_default=False),
     ] = None,
     all_: Annotated[

@@ -13,6 +13,7 @@ import typer
 from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, commands, emit, emit_json, example
 from vaultmem.cli.hot import warn_freshness
 from vaultmem.recall import manifest, refresh
+from vaultmem.recall.documents import Kind
 
 
 @commands.command(
@@ -32,9 +33,9 @@ def recall(
     ],
     limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits to return.")] = 10,
     kind: Annotated[
-        str | None,
+        Kind | None,
         typer.Option(
-            help="memory, identity, log, decision, checkpoint, bank, state or note.",
+            help="Only documents of this kind.",
             show_default=False,
         ),
     ] = None,

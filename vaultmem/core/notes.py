@@ -65,8 +65,10 @@ def _jsonable(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
+    if isinstance(value, str) and type(value) is not str:  # a StrEnum member: its plain word
+        return str(value)
     return value
 
 
@@ -156,7 +158,7 @@ def dump_mapping(meta: dict[str, Any]) -> str:
     yaml = _yaml()
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     out: str = yaml.dump(
-        meta,
+        _jsonable(meta),
         Dumper=dumper,
         sort_keys=False,
         allow_unicode=True,

@@ -12,10 +12,12 @@ import secrets
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import clock, notes
+from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_exclusive
 from vaultmem.core.locking import exclusive, lock_path
@@ -28,21 +30,35 @@ from vaultmem.memory.lines import (
     with_line_retracted,
 )
 
-FACT_TYPES = (
-    "user",
-    "feedback",
-    "project",
-    "reference",
-    "decision",
-    "fact",
-    "failure",
-    "preference",
-)
+
+class FactType(StrEnum):
+    """What a fact is about (Claude Code's memory types, plus four of our own)."""
+
+    USER = "user"
+    FEEDBACK = "feedback"
+    PROJECT = "project"
+    REFERENCE = "reference"
+    DECISION = "decision"
+    FACT = "fact"
+    FAILURE = "failure"
+    PREFERENCE = "preference"
 
 
-SCOPES = ("shared", "agent")
+class Scope(StrEnum):
+    """Who loads a fact: every agent (`memory/`) or one (`agents/<agent>/memory/`)."""
+
+    SHARED = "shared"
+    AGENT = "agent"
 
 
+class FactStatus(StrEnum):
+    ACTIVE = "active"
+    RETRACTED = "retracted"
+    SUPERSEDED = "superseded"
+
+
+FACT_TYPES = values(FactType)
+SCOPES = values(Scope)
 MAX_NAME = 120
 
 
@@ -239,10 +255,8 @@ def remember(
 ) -> Fact:
     """Write one fact note and its MEMORY.md line; optionally supersede an older fact."""
     name = validate_fact_name(name)
-    if type_ not in FACT_TYPES:
-        raise UsageError(f"unknown fact type {type_!r}", f"use one of: {', '.join(FACT_TYPES)}")
-    if scope not in SCOPES:
-        raise UsageError(f"unknown scope {scope!r}", "use shared or agent")
+    type_ = choose(FactType, type_, "fact type")
+    scope = choose(Scope, scope, "scope")
     body = text.strip()
     if not body:
         raise UsageError("the fact text is empty", "pass the fact as TEXT, or '-' to read stdin")

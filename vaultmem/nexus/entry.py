@@ -27,34 +27,39 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import UsageError, VaultmemError
 
 FORMAT_VERSION = 1
 
 
-LOGS = ("live", "decisions")
+class LogName(StrEnum):
+    LIVE = "live"
+    DECISIONS = "decisions"
 
 
-ENTRY_TYPES = (
-    "note",
-    "handoff",
-    "fix",
-    "question",
-    "answer",
-    "decision",
-    "alert",
-    "ack",
-    "state",
-)
+class EntryType(StrEnum):
+    """What a log entry is. `handoff`, `question` and `alert` wait for an ack."""
+
+    NOTE = "note"
+    HANDOFF = "handoff"
+    FIX = "fix"
+    QUESTION = "question"
+    ANSWER = "answer"
+    DECISION = "decision"
+    ALERT = "alert"
+    ACK = "ack"
+    STATE = "state"
 
 
+LOGS = values(LogName)
+ENTRY_TYPES = values(EntryType)
 # entry types that ask something of the other agents: they wait for an ack
-WANTS_ACK = ("handoff", "question", "alert")
-
-
+WANTS_ACK = (EntryType.HANDOFF, EntryType.QUESTION, EntryType.ALERT)
 SEP = " · "
 
 
@@ -404,9 +409,7 @@ def validate_channel(channel: str) -> str:
 
 
 def validate_type(type_: str) -> str:
-    if type_ not in ENTRY_TYPES:
-        raise UsageError(f"unknown entry type {type_!r}", f"use one of: {', '.join(ENTRY_TYPES)}")
-    return type_
+    return choose(EntryType, type_, "entry type")
 
 
 def validate_id(entry: str) -> str:

@@ -11,15 +11,31 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import notes
+from vaultmem.core.choices import values
 from vaultmem.core.vault import Vault
 
 BINARY_SNIFF = 8192
 
-KINDS = ("memory", "identity", "log", "decision", "checkpoint", "bank", "state", "note")
+
+class Kind(StrEnum):
+    """What a search document is, from where its file sits in the vault layout."""
+
+    MEMORY = "memory"
+    IDENTITY = "identity"
+    LOG = "log"
+    DECISION = "decision"
+    CHECKPOINT = "checkpoint"
+    BANK = "bank"
+    STATE = "state"
+    NOTE = "note"
+
+
+KINDS = values(Kind)
 HIDDEN_STATUSES = frozenset({"retracted", "superseded", "rejected", "expired", "duplicate"})
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem.core import clock
+from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.recall import engine, refresh
-from vaultmem.recall.documents import KINDS
+from vaultmem.recall.documents import Kind
 
 _TOKEN = re.compile(r'(?:(\w+):)?"([^"]*)"?|(\S+)')
 FILTER_FIELDS = {
@@ -142,8 +143,7 @@ def parse_query(
         if value:
             filters[key].append(value)
     for k in filters["kinds"]:
-        if k not in KINDS:
-            raise UsageError(f"unknown kind {k!r}", f"use one of: {', '.join(KINDS)}")
+        choose(Kind, k, "kind")
     since_value = ""
     if filters["since"]:
         since_value = max(filters["since"])
