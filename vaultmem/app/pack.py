@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from vaultmem.core import clock, notes
@@ -193,7 +194,7 @@ def checkpoint_section(vault: Vault, agent: str) -> Section | None:
     return Section("checkpoint", "Your checkpoint", text, cp.to_dict(), cp.path, 20)
 
 
-def cursor_path(vault: Vault, agent: str) -> Any:
+def cursor_path(vault: Vault, agent: str) -> Path:
     return vault.state_dir / "cursors" / f"{agent}.json"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -37,11 +38,11 @@ _QUICK_KEY = re.compile(
 )
 
 
-def bank_lock(vault: Vault) -> Any:
+def bank_lock(vault: Vault) -> AbstractContextManager[None]:
     return exclusive(lock_path(vault.state_dir, "bank"), vault.config.log.lock_timeout, what="bank")
 
 
-def memory_lock(vault: Vault) -> Any:
+def memory_lock(vault: Vault) -> AbstractContextManager[None]:
     return exclusive(
         lock_path(vault.state_dir, "memory"), vault.config.log.lock_timeout, what="memory index"
     )

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # costs nothing at start-up
+    from vaultmem.core.vault import Vault
 
 
-def open_vault(vault: Path | None) -> Any:
+def open_vault(vault: Path | None) -> Vault:
     from vaultmem.core.vault import Vault
 
     return Vault.open(vault)

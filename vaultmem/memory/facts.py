@@ -11,6 +11,7 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -234,7 +235,7 @@ def _new_id(vault: Vault) -> str:
             return candidate
 
 
-def _index_lock(vault: Vault) -> Any:
+def _index_lock(vault: Vault) -> AbstractContextManager[None]:
     return exclusive(
         lock_path(vault.state_dir, "memory"), vault.config.log.lock_timeout, what="memory index"
     )

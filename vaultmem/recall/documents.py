@@ -279,10 +279,8 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
         "valid_until": valid_until if kind in ("memory", "bank") else "",
     }
     if kind in ("log", "decision"):
-        try:
-            return _entry_docs(rel, kind, text), problems
-        except Exception as exc:  # a log we cannot parse is still indexed, as plain sections
-            problems.append(("unparsable-log", f"entries not parsed ({exc}); indexed as text"))
+        # the entry parser sets torn or garbled blocks aside instead of raising
+        return _entry_docs(rel, kind, text), problems
     docs: list[Doc] = []
     if not title:
         for heading, _s, _e, _lines in sections(note.body, note.body_line):

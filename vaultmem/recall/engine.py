@@ -105,6 +105,31 @@ QUERY_STOP = frozenset(
 )
 
 
+def index_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged, half-written or swapped-away index raises when opened or read.
+
+    Only these turn into "rebuilt from the files"; any other exception is a bug and
+    propagates to the error boundary.
+    """
+    import pickle
+    import struct
+    import zlib
+
+    from whoosh.index import IndexError as WhooshIndexError
+
+    return (
+        OSError,
+        EOFError,
+        ValueError,
+        KeyError,
+        IndexError,
+        struct.error,
+        pickle.UnpicklingError,
+        zlib.error,
+        WhooshIndexError,
+    )
+
+
 def analyzer(language: str) -> Any:
     """Words, lowercased, stop words dropped, Snowball-stemmed, then accents folded.
 
@@ -244,7 +269,7 @@ class Searcher:
     def _open(self) -> tuple[Any, Any]:
         from whoosh import scoring
 
-        last: Exception | None = None
+        last: BaseException | None = None
         # a refresh may swap the generation (or merge segments) between reading the
         # manifest and opening the files: re-read and retry before calling the index broken
         for attempt in range(4):
@@ -258,7 +283,7 @@ class Searcher:
                     B=BM25_B, K1=BM25_K1, title_B=0.3, heading_B=0.3, tags_B=0.3
                 )
                 return ix, ix.searcher(weighting=weighting)
-            except Exception as exc:
+            except index_errors() as exc:
                 last = exc
                 time.sleep(0.02 * (attempt + 1))
         assert last is not None
@@ -411,6 +436,7 @@ class Searcher:
 
     def _explain(self, docnum: int, leaves: list[Any]) -> tuple[tuple[str, float], ...]:
         out = []
+        skip: tuple[type[BaseException], ...] = (*index_errors(), AttributeError)
         for leaf in leaves:
             try:
                 m = leaf.matcher(self.searcher)
@@ -418,7 +444,7 @@ class Searcher:
                     m.skip_to(docnum)
                 if m.is_active() and m.id() == docnum:
                     out.append((_leaf_label(leaf), round(float(m.score()), 4)))
-            except Exception:  # a leaf on a field absent from this index: contributes nothing
+            except skip:  # a leaf on a field this index lacks contributes nothing
                 continue
         return tuple(sorted(out, key=lambda x: -x[1]))
 
@@ -440,7 +466,7 @@ def searcher_for(vault: Vault) -> Searcher:
         try:
             if gen == CURRENT.get(key) and s.searcher.up_to_date():
                 return s
-        except Exception:  # the generation was rebuilt away: open the new one
+        except index_errors():  # the generation was rebuilt away: open the new one
             pass
         forget_searcher(vault)
     s = Searcher(vault)

@@ -250,11 +250,11 @@ def recall(
     try:
         try:
             hits = _search(engine.searcher_for(vault), parsed, limit=limit, explain=explain)
-        except Exception:
+        except engine.index_errors():
             # another process may have swapped the generation under us: open it afresh once
             engine.forget_searcher(vault)
             hits = _search(engine.searcher_for(vault), parsed, limit=limit, explain=explain)
-    except Exception as exc:
+    except engine.index_errors() as exc:
         # crash mid-commit, truncated files, another whoosh version: the files are the truth
         engine.forget_searcher(vault)
         rebuilt = refresh.refresh(vault, wait=None, rebuild=True)

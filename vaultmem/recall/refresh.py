@@ -23,7 +23,13 @@ from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, release, try_exclusive
 from vaultmem.core.vault import Vault
 from vaultmem.recall.documents import read_documents, read_prefix
-from vaultmem.recall.engine import fields, new_generation, open_generation, open_writer
+from vaultmem.recall.engine import (
+    fields,
+    index_errors,
+    new_generation,
+    open_generation,
+    open_writer,
+)
 from vaultmem.recall.manifest import (
     Manifest,
     content_hash,
@@ -331,7 +337,7 @@ def _refresh_locked(
             return _freshness(manifest, started)
         try:
             ix = open_generation(vault, manifest.generation)
-        except Exception as exc:
+        except index_errors() as exc:
             warnings = (
                 f"index could not be opened ({type(exc).__name__}): rebuilt from the files",
             )
@@ -343,9 +349,7 @@ def _refresh_locked(
                 manifest.refreshed_at = time.time()
                 save_manifest(vault, manifest)
                 return _freshness(manifest, started, refreshed=refreshed, removed=removed)
-            except Exception as exc:
-                if isinstance(exc, LockTimeoutError | KeyboardInterrupt):
-                    raise
+            except index_errors() as exc:
                 warnings = (
                     f"index could not be updated ({type(exc).__name__}: {exc}): rebuilt from "
                     "the files",
