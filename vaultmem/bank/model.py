@@ -15,6 +15,7 @@ from typing import Any
 
 from vaultmem.core import notes
 from vaultmem.core.choices import values
+from vaultmem.core.secrets import Finding
 from vaultmem.core.vault import Vault
 from vaultmem.memory.facts import FACT_TYPES
 
@@ -126,10 +127,15 @@ class RetainResult:
     evidence: int | None  # the duplicate's evidence count after this one
     type: str
     text: str
-    redacted: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()  # credentials redacted before writing
     similar: tuple[Match, ...] = ()
     dry_run: bool = False
     target_status: str | None = None  # e.g. "rejected" or "retracted" for a duplicate
+
+    @property
+    def redacted(self) -> tuple[str, ...]:
+        """The kinds of credentials redacted (the `redacted` list of `retain --json`)."""
+        return tuple(f.kind for f in self.findings)
 
     @property
     def message(self) -> str:
@@ -141,6 +147,7 @@ class RetainResult:
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
+        out.pop("findings", None)
         out["redacted"] = list(self.redacted)
         out["similar"] = [m.to_dict() for m in self.similar]
         out["message"] = self.message

@@ -35,6 +35,7 @@ from vaultmem.core import clock, notes
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.secrets import Finding
 from vaultmem.core.similarity import signature
 from vaultmem.core.tags import clean_tags
 from vaultmem.core.vault import Vault
@@ -64,16 +65,16 @@ def _validate(proposal: Proposal) -> Proposal:
     )
 
 
-def _scrub(vault: Vault, proposal: Proposal) -> tuple[Proposal, tuple[str, ...]]:
+def _scrub(vault: Vault, proposal: Proposal) -> tuple[Proposal, tuple[Finding, ...]]:
     """Run every text field through the shared secret scanner (redact, or refuse: exit 8)."""
     from vaultmem.core.secrets import apply_policy
 
     policy = vault.config.secrets.policy
-    kinds: list[str] = []
+    found: list[Finding] = []
 
     def clean(value: str, what: str) -> str:
         text, findings = apply_policy(value, policy, what=what)
-        kinds.extend(f.kind for f in findings)
+        found.extend(findings)
         return text
 
     scrubbed = replace(
@@ -83,7 +84,7 @@ def _scrub(vault: Vault, proposal: Proposal) -> tuple[Proposal, tuple[str, ...]]
         source=clean(proposal.source, "fact's source") if proposal.source else None,
         name=clean(proposal.name, "fact's name") if proposal.name else None,
     )
-    return scrubbed, tuple(kinds)
+    return scrubbed, tuple(found)
 
 
 def _render_new(
@@ -205,7 +206,7 @@ def retain_many(
                         evidence=update["evidence"],
                         type=proposal.type,
                         text=proposal.text,
-                        redacted=redacted,
+                        findings=redacted,
                         similar=similar,
                         dry_run=dry_run,
                         target_status=match.status,
@@ -248,7 +249,7 @@ def retain_many(
                     evidence=None,
                     type=proposal.type,
                     text=proposal.text,
-                    redacted=redacted,
+                    findings=redacted,
                     similar=similar,
                     dry_run=dry_run,
                     target_status=hit[0].status if hit else None,

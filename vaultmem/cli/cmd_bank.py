@@ -19,6 +19,7 @@ from vaultmem.cli.base import (
     read_text_arg,
     warn,
 )
+from vaultmem.cli.hot import warn_redactions
 from vaultmem.core.config import ENV_REVIEWER
 from vaultmem.memory.facts import FactType, Scope
 
@@ -49,9 +50,7 @@ def _retain_line(res: Any) -> str:
 
 
 def _warn_redactions(results: Any) -> None:
-    kinds = sorted({k for r in results for k in r.redacted})
-    if kinds:
-        warn(f"redacted what looked like credentials ({', '.join(kinds)}) before writing")
+    warn_redactions([f for r in results for f in r.findings])
 
 
 @commands.command(

@@ -49,9 +49,11 @@ def read(
         warn(f"could not record what was read ({exc.message}); these entries will show again")
 
 
-def warn_redactions(redactions: Any) -> None:
-    for f in redactions:
-        warn(f"redacted a credential ({f.kind}, line {f.line}) before writing: {f.preview}")
+def warn_redactions(findings: Any) -> None:
+    from vaultmem.core.secrets import notices
+
+    for line in notices(list(findings)):
+        warn(line)
 
 
 def append(

@@ -21,7 +21,15 @@ from vaultmem.core.errors import ConfigError, SecretRefusedError
 
 POLICIES = ("redact", "refuse")
 
-__all__ = ["Finding", "SecretRefusedError", "apply_policy", "describe", "redact", "scan"]
+__all__ = [
+    "Finding",
+    "SecretRefusedError",
+    "apply_policy",
+    "describe",
+    "notices",
+    "redact",
+    "scan",
+]
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,14 @@ def redact(text: str, findings: list[Finding]) -> str:
 def describe(findings: list[Finding]) -> str:
     """`aws-access-key (line 1), password (line 3)`: for warnings and errors."""
     return ", ".join(f"{f.kind} (line {f.line})" for f in findings)
+
+
+def notices(findings: list[Finding] | tuple[Finding, ...]) -> list[str]:
+    """The one wording of "a secret was redacted", for stderr (CLI) and `warnings` (MCP)."""
+    return [
+        f"redacted a credential ({f.kind}, line {f.line}) before writing: {f.preview}"
+        for f in findings
+    ]
 
 
 def check_policy(policy: str) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from vaultmem.core.errors import UnavailableError, UsageError, VaultmemError
+from vaultmem.core.secrets import notices
 from vaultmem.core.vault import Vault
 
 P = ParamSpec("P")
@@ -93,7 +94,10 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         result = do_append(
             vault(), me, summary, channel=channel, type_=type, body=body, acks=acks or []
         )
-        return {**result.entry.to_dict(), "warnings": list(result.warnings)}
+        return {
+            **result.entry.to_dict(),
+            "warnings": [*notices(result.redactions), *result.warnings],
+        }
 
     def log(
         tail: int = 20,
@@ -142,7 +146,11 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         from vaultmem.nexus.decisions import decide as do_decide
 
         result = do_decide(vault(), me, text, why=why, supersedes=supersedes, tags=tags or ())
-        return {**result.decision.to_dict(), "announcement": result.announcement.id}
+        return {
+            **result.decision.to_dict(),
+            "announcement": result.announcement.id,
+            "warnings": [*notices(result.redactions), *result.warnings],
+        }
 
     def decisions(all: bool = False) -> dict[str, Any]:
         """Active decisions, oldest first (`all`: superseded ones too, marked)."""
@@ -160,8 +168,8 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
 
         if text is None:
             return dict(show_checkpoint(vault(), me).to_dict())
-        cp, _found = write_checkpoint(vault(), me, text, task=task, next_steps=next or ())
-        return dict(cp.to_dict())
+        cp, found = write_checkpoint(vault(), me, text, task=task, next_steps=next or ())
+        return {**cp.to_dict(), "warnings": notices(found)}
 
     def state(section: str | None = None, text: str | None = None) -> dict[str, Any]:
         """The project-state file. With `section` and `text`, replace that `## section`'s body
@@ -174,7 +182,12 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         if text is None:
             raise UsageError("state needs `text` with `section`", "pass the section's new body")
         change = set_state_section(v, me, section, text)
-        return {"section": change.section, "created": change.created, "entry": change.entry.id}
+        return {
+            "section": change.section,
+            "created": change.created,
+            "entry": change.entry.id,
+            "warnings": [*notices(change.redactions), *change.warnings],
+        }
 
     def retain(
         text: str,
@@ -197,7 +210,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
             source=source,
             valid_until=valid_until,
         )
-        return dict(result.to_dict())
+        return {**result.to_dict(), "warnings": notices(result.findings)}
 
     def memories(type: str | None = None) -> dict[str, Any]:
         """Active facts in shared memory and this agent's own memory."""
