@@ -16,6 +16,7 @@ from typing import Any
 from vaultmem.core import clock
 from vaultmem.core.errors import UsageError
 from vaultmem.core.fsio import append_durable, atomic_write, read_text
+from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import fold_summary, normalize_body
@@ -156,27 +157,15 @@ def write_checkpoint(
             # the first version vaultmem replaces (perhaps written by hand) is kept too
             old = read_text(path, what="checkpoint")
             record = {"time": None, "agent": agent, "raw": old}
-            append_durable(journal, json.dumps(record, ensure_ascii=False).encode() + b"\n")
+            append_durable(journal, jsonl_line(record))
         content = render_checkpoint(cp)
         atomic_write(path, content)
         record = {"time": cp.updated, "agent": agent, **cp.to_dict(), "raw": content}
-        append_durable(journal, json.dumps(record, ensure_ascii=False).encode() + b"\n")
+        append_durable(journal, jsonl_line(record))
     return cp, tuple(found)
 
 
 def checkpoint_history(vault: Vault, agent: str) -> list[dict[str, Any]]:
     """Every version written through vaultmem, oldest first: time, task, text, next, raw."""
     agent = vault.require_agent(agent)
-    try:
-        data = _checkpoint_journal(vault, agent).read_bytes()
-    except FileNotFoundError:
-        return []
-    out = []
-    for raw in data.splitlines():
-        try:
-            item = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(item, dict):
-            out.append(item)
-    return out
+    return read_jsonl(_checkpoint_journal(vault, agent))

@@ -18,6 +18,7 @@ from typing import Any
 from vaultmem.core import clock
 from vaultmem.core.errors import SigningKeyMissingError, UsageError
 from vaultmem.core.fsio import append_durable, fsync_dir
+from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import reading
@@ -84,18 +85,12 @@ def lock_for(vault: Vault, log: str) -> Path:
 
 def read_journal(vault: Vault, log: str) -> list[Entry]:
     """Every entry ever appended on this machine, in append order (bad lines skipped)."""
-    path = journal_path(vault, log)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
     out = []
-    for raw in data.splitlines():
+    for item in read_jsonl(journal_path(vault, log)):
         try:
-            item = json.loads(raw)
             out.append(entry_from_dict(item))
         except (ValueError, KeyError, TypeError):
-            continue  # a torn last line after a crash
+            continue  # a line that is JSON but not an entry
     return out
 
 
@@ -301,7 +296,7 @@ def _write_journal(vault: Vault, log: str, entry: Entry) -> None:
     if not journal.parent.is_dir():
         journal.parent.mkdir(parents=True, exist_ok=True)
         fsync_dir(journal.parent)
-    line = json.dumps(entry.full_dict(), ensure_ascii=False).encode() + b"\n"
+    line = jsonl_line(entry.full_dict())
     append_durable(journal, _after_newline(journal) + line)
 
 

@@ -2,7 +2,7 @@
 
 No whoosh here: this module turns a file's text into `Doc`s (one per note section, with its
 heading path and 1-based line range; long sections also as passages; one per log entry and
-decision) and knows the vault layout's kinds. `vaultmem.recall.index` stores and searches them.
+decision) and knows the vault layout's kinds. `vaultmem.recall.engine` stores and searches them.
 """
 
 from __future__ import annotations

@@ -1,0 +1,52 @@
+"""The public API: every name in `vaultmem.__all__` resolves, lazily, to the use case."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vaultmem
+
+
+@pytest.mark.parametrize("name", [n for n in vaultmem.__all__ if n != "__version__"])
+def test_every_public_name_resolves(name: str) -> None:
+    assert callable(getattr(vaultmem, name))
+
+
+def test_all_lists_exactly_the_api() -> None:
+    assert sorted(vaultmem.__all__) == sorted(["__version__", *vaultmem._API])
+
+
+def test_a_subpackage_import_does_not_shadow_the_use_case() -> None:
+    import vaultmem.recall.query  # binds nothing over `vaultmem.recall`
+
+    assert vaultmem.recall is vaultmem.recall.__globals__["recall"]  # type: ignore[attr-defined]
+    assert callable(vaultmem.recall)
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError):
+        vaultmem.nothing_here  # noqa: B018
+
+
+def test_importing_the_package_loads_no_layer() -> None:
+    code = (
+        "import sys, vaultmem\nprint(sorted(m for m in sys.modules if m.startswith('vaultmem.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_readme_example_runs(vault: Path) -> None:
+    from vaultmem.nexus.signing import create_key
+
+    v = vaultmem.Vault.open(vault)
+    create_key(v, "ella")
+    pack = vaultmem.read(v, "ella", peek=True)
+    assert pack.agent == "ella"
+    entry = vaultmem.append(v, "ella", "Webhook retries are idempotent", type_="fix").entry
+    assert entry.id.startswith("ella.")
+    assert vaultmem.recall(v, "webhook retries", agent="ella").hits
