@@ -28,6 +28,7 @@ __all__ = [
     "describe",
     "notices",
     "redact",
+    "redact_outbound",
     "scan",
 ]
 
@@ -176,6 +177,14 @@ def notices(findings: list[Finding] | tuple[Finding, ...]) -> list[str]:
         f"redacted a credential ({f.kind}, line {f.line}) before writing: {f.preview}"
         for f in findings
     ]
+
+
+def redact_outbound(text: str) -> tuple[str, list[Finding]]:
+    """Text about to leave the machine (a prompt to an LLM): every secret is redacted,
+    whatever the vault's policy. "refuse" protects the vault's files; nothing that looks like a
+    credential is ever sent, so there is nothing to refuse here."""
+    findings = scan(text)
+    return (redact(text, findings) if findings else text), findings
 
 
 def check_policy(policy: str) -> str:
