@@ -48,22 +48,41 @@ class Finding:
 # Order matters: the first pattern that claims a span wins (anthropic before the generic `sk-`).
 # Group "v", when present, is the secret; otherwise the whole match is. Each pattern has trigger
 # substrings (looked up in the lowercased text): a pattern is compiled and run only when one is
-# present, so the common case (no credential) costs a few `in` tests, not 14 regex compiles.
+# present, so the common case (no credential) costs a few `in` tests, not 30 regex compiles.
+# Several formats follow detect-secrets' plugins (github.com/Yelp/detect-secrets), which we do
+# not depend on: importing it costs ~120 ms, and `append` runs on every agent turn.
+_B64 = r"[A-Za-z0-9+/]"
 _SPECS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     (
         "private-key",
-        ("private key",),
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
+        ("private", "begin"),
+        # the BEGIN line even when split over lines or spaced oddly; to its END line or the end
+        r"-----BEGIN[ \t\r\n]+(?:[A-Z0-9]+[ \t\r\n]+)*PRIVATE[ \t\r\n]+KEY(?:[ \t\r\n]+BLOCK)?-----"
+        r"(?:.*?-----END[ \t\r\n]+(?:[A-Z0-9]+[ \t\r\n]+)*PRIVATE[ \t\r\n]+KEY(?:[ \t\r\n]+BLOCK)?"
+        r"-----|.*\Z)",
         re.DOTALL,
+    ),
+    (
+        "private-key",
+        ("putty-user-key-file",),
+        r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[^\n]*|\Z)",
+        re.DOTALL,
+    ),
+    (
+        # a key body pasted without its header: DER (MII...) or OpenSSH (b3BlbnNzaC1rZXktdjE)
+        # base64 over at least two full 64-character lines
+        "private-key",
+        ("mii", "b3blbnnzac1rzxktdje"),
+        rf"(?:MII|b3BlbnNzaC1rZXktdjE){_B64}{{40,}}(?:\r?\n{_B64}{{40,}}=*)+",
+        0,
     ),
     ("anthropic-key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
     ("openai-key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
     ("stripe-key", ("_live_", "_test_"), r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
     (
         "aws-access-key",
-        ("akia", "asia", "agpa", "aida", "aroa"),
-        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b",
+        ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
         0,
     ),
     (
@@ -75,7 +94,22 @@ _SPECS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     ("gitlab-token", ("glpat-",), r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
     ("google-api-key", ("aiza",), r"\bAIza[0-9A-Za-z_\-]{35}", 0),
     ("slack-token", ("xox",), r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
+    (
+        "slack-webhook",
+        ("hooks.slack.com",),
+        r"https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/\-]{20,}",
+        0,
+    ),
+    (
+        "discord-webhook",
+        ("discord",),
+        r"https?://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}",
+        0,
+    ),
     ("huggingface-token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}", 0),
+    ("npm-token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+    ("npm-token", ("_authtoken",), r"_authToken\s*=\s*(?P<v>[^\s\"']{8,})", 0),
+    ("sendgrid-key", ("sg.",), r"\bSG\.[A-Za-z0-9_\-]{20,24}\.[A-Za-z0-9_\-]{39,50}", 0),
     (
         "jwt",
         ("eyj",),
@@ -83,16 +117,54 @@ _SPECS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
         0,
     ),
     (
+        "azure-key",
+        ("accountkey", "sharedaccesskey"),
+        r"(?i)\b(?:AccountKey|SharedAccessKey)\s*=\s*(?P<v>[A-Za-z0-9+/]{20,}={0,2})",
+        0,
+    ),
+    ("azure-sas", ("sig=",), r"[?&]sig=(?P<v>[A-Za-z0-9%+/]{20,}(?:%3D|=){0,2})", 0),
+    (
+        "auth-header",
+        ("authorization", "x-api-key", "api-key", "x-auth-token"),
+        r"(?i)(?:\bauthorization\s*[:=]\s*[\"']?(?:bearer|basic|token|bot)\s+"
+        r"|\b(?:x-api-key|api-key|x-auth-token)\s*[:=]\s*[\"']?)(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)",
+        0,
+    ),
+    (
+        # a bearer token in prose or a curl line: long, and with a digit ("Bearer tokens" is not)
+        "auth-header",
+        ("bearer",),
+        r"(?i)\bbearer\s+(?P<v>(?=[A-Za-z0-9._~+/\-]*\d)[A-Za-z0-9._~+/\-]{16,}=*)",
+        0,
+    ),
+    (
         "aws-secret-key",
         ("secret",),
-        r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+=]{40})\b",
+        r"(?i)\b(?:aws_?)?secret_?(?:access_?)?key(?:_?id)?\b[\"']?\s*[:=]\s*[\"']?"
+        r"(?P<v>[A-Za-z0-9/+=]{40})\b",
+        0,
+    ),
+    (
+        # a bare AWS secret access key: 40 base64 characters with both cases, a digit and
+        # a / or + (a hex digest or a word never has all of them)
+        "aws-secret-key",
+        ("/", "+"),
+        r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[/+])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
+        r"(?=[A-Za-z0-9/+]*[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+        0,
+    ),
+    (
+        "password",
+        ("mysql", "mariadb"),
+        r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s(?:-p|--password=)(?P<v>[^\s\"']{3,})",
         0,
     ),
     (
         "password",
         ("pass", "pwd", "secret", "key", "token"),
-        r"(?i)\b(?:[a-z0-9_\-]*_)?(?:password|passwd|pwd|passphrase|secret|api_?key|apikey"
-        r"|access_?token|auth_?token|token|client_?secret|private_?key)\b[\"']?"
+        r"(?i)(?<![A-Za-z0-9])(?:[a-z0-9]*password|[a-z0-9]*passwd|passphrase|[a-z0-9_\-]*_pass"
+        r"|[a-z0-9_\-]*_?pwd|(?:[a-z0-9_\-]*_)?(?:secret|secret_?key|api_?key|apikey|access_?key"
+        r"|access_?token|auth_?token|token|client_?secret|private_?key))\b[\"']?"
         r"[ \t]*(?:=|:(?=[ \t]*[\"'\S]))[ \t]*"
         r"(?P<v>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"',;)\]}]{4,})",
         0,
@@ -104,6 +176,9 @@ _SPECS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
         re.IGNORECASE,
     ),
 )
+
+# invisible characters that can hide a key from a pattern (a zero-width space inside a token)
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 
 
 @functools.cache
@@ -128,26 +203,43 @@ def _mask(secret: str) -> str:
     return f"{shown}… ({len(secret)} chars)"
 
 
+def _visible(text: str) -> tuple[str, list[int] | None]:
+    """The text without invisible characters, and where each kept character was (None when
+    nothing was removed)."""
+    clean = text.translate(_INVISIBLE)
+    if len(clean) == len(text):
+        return text, None
+    where = [i for i, c in enumerate(text) if ord(c) not in _INVISIBLE]
+    return clean, where
+
+
 def scan(text: str) -> list[Finding]:
-    """Every credential found in `text`, in order of position, without overlaps."""
+    """Every credential found in `text`, in order of position, without overlaps.
+
+    Invisible characters (zero-width spaces, soft hyphens) are ignored while matching, so a key
+    split by one is still found; the finding covers the original characters.
+    """
+    clean, where = _visible(text)
     taken: list[tuple[int, int]] = []
     found: list[Finding] = []
-    lower = text.lower()
+    lower = clean.lower()
     for index, (kind, triggers, _source, _flags) in enumerate(_SPECS):
         if not any(t in lower for t in triggers):
             continue
         pattern = _compiled(index)
-        for match in pattern.finditer(text):
+        for match in pattern.finditer(clean):
             if "v" in pattern.groupindex and match.group("v") is not None:
                 start, end = match.span("v")
             else:
                 start, end = match.span()
-            value = text[start:end]
+            value = clean[start:end]
             if kind == "password" and (_placeholder().match(value) or value.startswith("[")):
                 continue
             if any(start < b and a < end for a, b in taken):
                 continue
             taken.append((start, end))
+            if where is not None:  # back to positions in the original text
+                start, end = where[start], where[end - 1] + 1
             line = text.count("\n", 0, start) + 1
             found.append(Finding(kind, start, end, line, _mask(value)))
     found.sort(key=lambda f: f.start)
