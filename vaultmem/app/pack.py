@@ -195,7 +195,7 @@ def checkpoint_section(vault: Vault, agent: str) -> Section | None:
 
 
 def cursor_path(vault: Vault, agent: str) -> Path:
-    return vault.state_dir / "cursors" / f"{agent}.json"
+    return vault.state("cursors", f"{agent}.json")
 
 
 def load_cursor(vault: Vault, agent: str) -> dict[str, Any] | None:

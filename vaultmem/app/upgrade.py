@@ -139,9 +139,7 @@ def upgrade(vault: Vault, *, dry_run: bool = False) -> UpgradeReport:
     """Run the migrations this vault has not seen, in order; record the new format number."""
     start = vault.config.format
     steps = []
-    with exclusive(
-        lock_path(vault.state_dir, "upgrade"), vault.config.log.lock_timeout, what="upgrade"
-    ):
+    with exclusive(lock_path(vault, "upgrade"), vault.config.log.lock_timeout, what="upgrade"):
         for fn in MIGRATIONS[start:]:
             steps.append(Step(fn.__name__, tuple(fn(vault, dry_run))))
         end = current_format()

@@ -39,13 +39,11 @@ _QUICK_KEY = re.compile(
 
 
 def bank_lock(vault: Vault) -> AbstractContextManager[None]:
-    return exclusive(lock_path(vault.state_dir, "bank"), vault.config.log.lock_timeout, what="bank")
+    return exclusive(lock_path(vault, "bank"), vault.config.log.lock_timeout, what="bank")
 
 
 def memory_lock(vault: Vault) -> AbstractContextManager[None]:
-    return exclusive(
-        lock_path(vault.state_dir, "memory"), vault.config.log.lock_timeout, what="memory index"
-    )
+    return exclusive(lock_path(vault, "memory"), vault.config.log.lock_timeout, what="memory index")
 
 
 def bank_files(vault: Vault, agent: str | None = None) -> Iterator[tuple[Path, str]]:

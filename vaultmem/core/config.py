@@ -34,48 +34,54 @@ CONFIG_NAME = "vaultmem.toml"
 SUPPORTED_LANGUAGES = ("en", "it", "de", "fr", "es", "pt", "nl")
 
 
+def setting(default: Any, lo: float | None = 0, hi: float | None = None, **more: Any) -> Any:
+    """A setting with its allowed range (numbers) or choices (`choices=(...)`): every value
+    in vaultmem.toml is checked against it, and a bad one stops with exit 3 and the range."""
+    return field(default=default, metadata={"lo": lo, "hi": hi, **more})
+
+
 @dataclass(frozen=True)
 class LogSettings:
     require_signatures: bool = True
-    lock_timeout: float = 10.0
-    max_summary: int = 200
-    max_body: int = 20_000
+    lock_timeout: float = setting(10.0, 0.01, 3600)
+    max_summary: int = setting(200, 20, 10_000)
+    max_body: int = setting(20_000, 0, 10_000_000)
 
 
 @dataclass(frozen=True)
 class SecretSettings:
-    policy: str = "redact"  # "redact" or "refuse"
+    policy: str = setting("redact", choices=("redact", "refuse"))
 
 
 @dataclass(frozen=True)
 class ReadSettings:
-    budget: int = 0  # tokens; 0 means no budget
-    recent_own: int = 5
-    max_new_entries: int = 50
+    budget: int = setting(0)  # tokens; 0 means no budget
+    recent_own: int = setting(5, 0, 1000)
+    max_new_entries: int = setting(50, 1, 100_000)
 
 
 @dataclass(frozen=True)
 class RecallSettings:
-    limit: int = 10
-    max_file_bytes: int = 2_000_000
+    limit: int = setting(10, 1, 1000)
+    max_file_bytes: int = setting(2_000_000, 1024, 1_000_000_000)
 
 
 @dataclass(frozen=True)
 class LLMSettings:
-    model: str = "claude-haiku-4-5"
-    max_tokens: int = 4096
-    max_transcript_chars: int = 400_000
-    chunk_chars: int = 60_000
-    timeout: float = 60.0
-    max_retries: int = 2
+    model: str = setting("claude-haiku-4-5", nonempty=True)
+    max_tokens: int = setting(4096, 1, 1_000_000)
+    max_transcript_chars: int = setting(400_000, 1, 100_000_000)
+    chunk_chars: int = setting(60_000, 100, 10_000_000)
+    timeout: float = setting(60.0, 0.1, 3600)
+    max_retries: int = setting(2, 0, 20)
 
 
 @dataclass(frozen=True)
 class BankSettings:
-    prune_after_days: int = 60
-    duplicate_threshold: float = 0.85
-    related_threshold: float = 0.5
-    read_limit: int = 5  # own pending facts shown by `vaultmem read`
+    prune_after_days: int = setting(60, 0, 100_000)
+    duplicate_threshold: float = setting(0.85, 0, 1)
+    related_threshold: float = setting(0.5, 0, 1)
+    read_limit: int = setting(5, 0, 1000)  # own pending facts shown by `vaultmem read`
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,29 @@ def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
                 f"{path}: [{name}] {key} must be {expected.__name__}, got {value!r}",
                 "fix the value in vaultmem.toml",
             )
+        _check_range(cls.__dataclass_fields__[key].metadata, f"[{name}] {key}", value, path)
     return cls(**raw)
+
+
+def _check_range(rules: Any, where: str, value: Any, path: Path) -> None:
+    choices = rules.get("choices")
+    if choices is not None and value not in choices:
+        raise ConfigError(
+            f"{path}: {where} must be one of {', '.join(map(repr, choices))}, got {value!r}",
+            "fix the value in vaultmem.toml",
+        )
+    if rules.get("nonempty") and not str(value).strip():
+        raise ConfigError(f"{path}: {where} must not be empty", "fix the value in vaultmem.toml")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        lo, hi = rules.get("lo"), rules.get("hi")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            span = f"at least {lo:g}" if hi is None else f"between {lo:g} and {hi:g}"
+            raise ConfigError(
+                f"{path}: {where} must be {span}, got {value!r}", "fix the value in vaultmem.toml"
+            )
+
+
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 
 
 def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
@@ -124,7 +152,14 @@ def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
         return ()
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
         raise ConfigError(f"{path}: {key} must be a list of names", f'e.g. {key} = ["ella"]')
-    return tuple(raw)
+    bad = [x for x in raw if not NAME_RE.fullmatch(x)]
+    if bad:
+        raise ConfigError(
+            f"{path}: {key} holds names that are not valid: {', '.join(map(repr, bad))}",
+            "names are lowercase letters, digits, '-' and '_' (at most 40, starting with a "
+            "letter or digit)",
+        )
+    return tuple(dict.fromkeys(raw))
 
 
 def parse_config(text: str, path: Path) -> Config:
@@ -142,7 +177,9 @@ def parse_config(text: str, path: Path) -> Config:
             f"use one of: {', '.join(SUPPORTED_LANGUAGES)}",
         )
     default_reviewer = raw.get("default_reviewer")
-    if default_reviewer is not None and not isinstance(default_reviewer, str):
+    if default_reviewer is not None and (
+        not isinstance(default_reviewer, str) or not NAME_RE.fullmatch(default_reviewer)
+    ):
         raise ConfigError(
             f"{path}: default_reviewer must be a name", 'e.g. default_reviewer = "chiara"'
         )

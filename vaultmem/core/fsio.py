@@ -16,6 +16,26 @@ from pathlib import Path
 from vaultmem.core.errors import IntegrityError, NotWritableError, VaultmemError
 
 TEMP_PREFIX = ".vaultmem-tmp-"
+# open flag that refuses to follow a symlink in the last component (0 where there is none)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def ensure_dir(folder: Path) -> None:
+    """Create `folder` and any missing parents, fsyncing each parent after a creation so the new
+    folder itself survives a power cut (not only the files later written in it)."""
+    if folder.is_dir():
+        return
+    missing = []
+    here = folder
+    while not here.exists():
+        missing.append(here)
+        here = here.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir()
+        except FileExistsError:
+            continue
+        fsync_dir(made.parent)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -30,6 +50,13 @@ def fsync_dir(folder: Path) -> None:
 
 def write_error(path: Path, exc: OSError) -> VaultmemError:
     """Translate an OSError from writing `path` into a VaultmemError that says what to do."""
+    if exc.errno == errno.ELOOP:
+        from vaultmem.core.errors import PathOutsideVaultError
+
+        return PathOutsideVaultError(
+            f"{path} is a symlink; vaultmem never writes through one",
+            "replace the link with the file itself",
+        )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return NotWritableError(
             f"cannot write {path}: {exc.strerror}",
@@ -55,7 +82,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
     raw = data.encode("utf-8") if isinstance(data, str) else data
     tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(path.parent)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode if mode is not None else 0o644)
         _write_synced(fd, raw)
         if mode is None and path.exists():
@@ -75,7 +102,7 @@ def create_exclusive(path: Path, data: str) -> bool:
         return False
     tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(path.parent)
         with open(tmp, "xb") as fh:
             fh.write(data.encode("utf-8"))
             fh.flush()
@@ -96,9 +123,22 @@ def create_exclusive(path: Path, data: str) -> bool:
 
 
 def append_durable(path: Path, data: bytes) -> None:
-    """Append `data` with one write(), then flush and fsync. Callers hold the lock."""
+    """Append `data` with one write(), then flush and fsync. Callers hold the lock.
+
+    Never through a symlink. A file this call creates gets its folder fsynced too, so the
+    first line of a new journal survives a power cut like every later one.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | NOFOLLOW
     try:
-        _write_synced(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), data)
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            ensure_dir(path.parent)
+            fd = os.open(path, flags | os.O_CREAT, 0o644)
+            _write_synced(fd, data)
+            fsync_dir(path.parent)
+            return
+        _write_synced(fd, data)
     except OSError as exc:
         raise write_error(path, exc) from exc
 

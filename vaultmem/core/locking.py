@@ -16,10 +16,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from vaultmem.core.errors import LockTimeoutError
-from vaultmem.core.fsio import write_error
+from vaultmem.core.fsio import NOFOLLOW, ensure_dir, write_error
+
+if TYPE_CHECKING:
+    from vaultmem.core.vault import Vault
 
 _POLL_START = 0.001
 _POLL_MAX = 0.05
@@ -56,14 +59,17 @@ else:  # pragma: no cover - exercised on Windows only
 
 def _open(path: Path) -> IO[bytes]:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return open(path, "a+b")
+        ensure_dir(path.parent)
+        # never through a symlink: a link planted in .vaultmem/locks must not be truncated
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
+        return os.fdopen(fd, "r+b")
     except OSError as exc:
         raise write_error(path, exc) from exc
 
 
-def lock_path(state_dir: Path, name: str) -> Path:
-    return state_dir / "locks" / f"{name}.lock"
+def lock_path(vault: Vault, name: str) -> Path:
+    """The sidecar lock file `.vaultmem/locks/<name>.lock` (checked by `Vault.state`)."""
+    return vault.state("locks", f"{name}.lock")
 
 
 @contextmanager

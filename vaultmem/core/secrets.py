@@ -30,6 +30,7 @@ __all__ = [
     "redact",
     "redact_outbound",
     "scan",
+    "scrub",
 ]
 
 
@@ -269,6 +270,48 @@ def notices(findings: list[Finding] | tuple[Finding, ...]) -> list[str]:
         f"redacted a credential ({f.kind}, line {f.line}) before writing: {f.preview}"
         for f in findings
     ]
+
+
+def scrub(
+    policy: str,
+    texts: dict[str, str],
+    *,
+    identifiers: dict[str, str] | None = None,
+    what: str = "text",
+) -> tuple[dict[str, str], list[Finding]]:
+    """Every field of one write, scanned before anything is written.
+
+    `texts` are redacted (policy "redact") or refused (policy "refuse", exit 8) all together:
+    under "refuse" one secret in any field stops the whole write. `identifiers` (a channel, a
+    tag, a section name, a fact's name) cannot carry a `[redacted:...]` marker: a secret there
+    is always refused. Returns the cleaned texts and every finding.
+    """
+    check_policy(policy)
+    for field, value in (identifiers or {}).items():
+        found = scan(value)
+        if found:
+            raise SecretRefusedError(
+                f"the {field} contains what looks like a credential: {describe(found)}; "
+                "nothing was written",
+                f"a {field} is a name, not a place for a secret: pick another one",
+            )
+    cleaned: dict[str, str] = {}
+    findings: list[Finding] = []
+    refused: list[str] = []
+    for field, value in texts.items():
+        found = scan(value)
+        findings += found
+        if found:
+            refused.append(f"{field}: {describe(found)}")
+        cleaned[field] = redact(value, found) if found else value
+    if refused and policy == "refuse":
+        raise SecretRefusedError(
+            f"the {what} contains what looks like a credential ({'; '.join(refused)}); "
+            "nothing was written",
+            "remove the secret (store it in a secret manager and refer to it by name); "
+            'or set [secrets] policy = "redact" to write it with the secret redacted',
+        )
+    return cleaned, findings
 
 
 def redact_outbound(text: str) -> tuple[str, list[Finding]]:

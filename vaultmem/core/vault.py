@@ -6,12 +6,13 @@ NUL bytes and symlinks that lead out of the vault.
 
 from __future__ import annotations
 
-import re
+import os
+import stat
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from vaultmem.core.config import CONFIG_NAME, Config, load_config
+from vaultmem.core.config import CONFIG_NAME, NAME_RE, Config, load_config
 from vaultmem.core.errors import (
     PathOutsideVaultError,
     UnknownAgentError,
@@ -20,7 +21,7 @@ from vaultmem.core.errors import (
 )
 
 STATE_DIR = ".vaultmem"
-AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+AGENT_NAME_RE = NAME_RE  # one grammar for agent and reviewer names, in config and here
 
 MEMORY_DIR = "memory"
 MEMORY_INDEX = "MEMORY.md"
@@ -31,7 +32,7 @@ IDENTITY = "IDENTITY.md"
 
 def validate_name(name: str, what: str = "agent") -> str:
     """Agent and reviewer names: lowercase letters, digits, `-`, `_`; at most 40 characters."""
-    if not AGENT_NAME_RE.match(name):
+    if not AGENT_NAME_RE.fullmatch(name):
         raise UsageError(
             f"invalid {what} name {name!r}",
             "use lowercase letters, digits, '-' and '_' (at most 40, starting with a letter or digit)",
@@ -105,6 +106,37 @@ class Vault:
             )
         return candidate
 
+    def state(self, *parts: str) -> Path:
+        """A path under `.vaultmem/`, vaultmem's local state, checked like every other path:
+        plain names only, and neither `.vaultmem` nor any folder or file under it may be a
+        symlink (a vault shared through git can carry one that points anywhere). Refused with
+        exit 8. Writers open the result with no-follow semantics too (core.fsio, core.locking).
+        """
+        for part in parts:
+            if not part or part in (".", "..") or "/" in part or "\\" in part or "\x00" in part:
+                raise PathOutsideVaultError(
+                    f"state path part {part!r} is not a plain name", "use a plain name"
+                )
+        path = self.root / STATE_DIR
+        for step in (path, *(path.joinpath(*parts[: i + 1]) for i in range(len(parts)))):
+            try:
+                mode = os.lstat(step).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                break  # what does not exist yet cannot be a link; it is created as a folder
+            if stat.S_ISLNK(mode):
+                raise PathOutsideVaultError(
+                    f"{self.rel_unresolved(step)} is a symlink; vaultmem never reads or writes "
+                    "its state through one",
+                    f"remove the link (rm {step}); vaultmem rebuilds what it needs",
+                )
+        return path.joinpath(*parts)
+
+    def rel_unresolved(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
     def rel(self, path: Path) -> str:
         """A path as shown to people and agents: relative to the vault root, with '/'."""
         try:
@@ -120,7 +152,7 @@ class Vault:
 
     @property
     def memory_index(self) -> Path:
-        return self.root / MEMORY_DIR / MEMORY_INDEX
+        return self.path(f"{MEMORY_DIR}/{MEMORY_INDEX}")
 
     def agent_dir(self, agent: str) -> Path:
         return self.path(f"{AGENTS_DIR}/{validate_name(agent)}")
@@ -133,7 +165,7 @@ class Vault:
 
     def memory_dir(self, agent: str | None = None) -> Path:
         """Where facts live: `memory/` (shared) or `agents/<agent>/memory/`."""
-        return self.root / MEMORY_DIR if agent is None else self.agent_dir(agent) / MEMORY_DIR
+        return self.path(MEMORY_DIR) if agent is None else self.agent_dir(agent) / MEMORY_DIR
 
     def index_for(self, agent: str | None = None) -> Path:
         return self.memory_index if agent is None else self.agent_memory_index(agent)
@@ -146,19 +178,19 @@ class Vault:
 
     @property
     def nexus(self) -> Path:
-        return self.root / NEXUS_DIR
+        return self.path(NEXUS_DIR)
 
     @property
     def live_context(self) -> Path:
-        return self.nexus / "live-context.md"
+        return self.path(f"{NEXUS_DIR}/live-context.md")
 
     @property
     def project_state(self) -> Path:
-        return self.nexus / "project-state.md"
+        return self.path(f"{NEXUS_DIR}/project-state.md")
 
     @property
     def decisions(self) -> Path:
-        return self.nexus / "decisions.md"
+        return self.path(f"{NEXUS_DIR}/decisions.md")
 
     # --- agents -------------------------------------------------------------------------
 
@@ -170,7 +202,7 @@ class Vault:
             for child in sorted(folder.iterdir()):
                 if (
                     child.name not in found
-                    and AGENT_NAME_RE.match(child.name)
+                    and AGENT_NAME_RE.fullmatch(child.name)
                     and (child / IDENTITY).is_file()
                 ):
                     found.append(child.name)

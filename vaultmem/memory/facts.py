@@ -236,9 +236,7 @@ def _new_id(vault: Vault) -> str:
 
 
 def _index_lock(vault: Vault) -> AbstractContextManager[None]:
-    return exclusive(
-        lock_path(vault.state_dir, "memory"), vault.config.log.lock_timeout, what="memory index"
-    )
+    return exclusive(lock_path(vault, "memory"), vault.config.log.lock_timeout, what="memory index")
 
 
 def remember(

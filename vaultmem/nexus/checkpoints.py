@@ -39,7 +39,7 @@ class Checkpoint:
 
 
 def _checkpoint_journal(vault: Vault, agent: str) -> Path:
-    return vault.state_dir / "journal" / "checkpoints" / f"{agent}.jsonl"
+    return vault.state("journal", "checkpoints", f"{agent}.jsonl")
 
 
 def render_checkpoint(cp: Checkpoint) -> str:
@@ -148,7 +148,7 @@ def write_checkpoint(
     cp = Checkpoint(agent, vault.rel(path), True, clock.stamp(), task, text, tuple(steps))
     journal = _checkpoint_journal(vault, agent)
     with exclusive(
-        lock_path(vault.state_dir, f"checkpoint-{agent}"),
+        lock_path(vault, f"checkpoint-{agent}"),
         vault.config.log.lock_timeout,
         what="checkpoint",
     ):

@@ -203,6 +203,16 @@ def normalize_body(body: str) -> str:
     return "\n".join(line.rstrip() for line in lines).strip("\n")
 
 
+# C0 and C1 control characters other than newline and tab: they can move a terminal's cursor
+# or hide text, and they never belong in what an agent writes to the vault
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """Agent text as it enters the vault: control characters removed (\r\n kept as \n)."""
+    return _CONTROLS.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
 def fold_summary(summary: str) -> str:
     return " ".join(summary.replace("\x00", "").split())
 
@@ -400,7 +410,7 @@ def entry_id(agent: str, seq: int, log: str) -> str:
 
 
 def validate_channel(channel: str) -> str:
-    if not CHANNEL_RE.match(channel):
+    if not CHANNEL_RE.fullmatch(channel):
         raise UsageError(
             f"invalid channel {channel!r}",
             "a channel is one word: letters, digits, '-', '_', '.', '/' (at most 40)",
@@ -413,7 +423,7 @@ def validate_type(type_: str) -> str:
 
 
 def validate_id(entry: str) -> str:
-    if not ID_RE.match(entry):
+    if not ID_RE.fullmatch(entry):
         raise UsageError(
             f"{entry!r} is not an entry id", "ids look like ella.12 (log) or ella.d3 (decisions)"
         )

@@ -17,7 +17,7 @@ from typing import Any
 
 from vaultmem.core import clock
 from vaultmem.core.errors import SigningKeyMissingError, UsageError
-from vaultmem.core.fsio import append_durable, fsync_dir
+from vaultmem.core.fsio import NOFOLLOW, append_durable, ensure_dir
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
@@ -32,6 +32,7 @@ from vaultmem.nexus.entry import (
     normalize_body,
     read_file,
     render,
+    strip_controls,
     validate_channel,
     validate_id,
     validate_type,
@@ -72,15 +73,15 @@ def chain_files(vault: Vault, log: str) -> list[Path]:
 
 
 def journal_path(vault: Vault, log: str) -> Path:
-    return vault.state_dir / "journal" / f"{log}.jsonl"
+    return vault.state("journal", f"{log}.jsonl")
 
 
 def heads_path(vault: Vault, log: str) -> Path:
-    return vault.state_dir / "heads" / f"{log}.json"
+    return vault.state("heads", f"{log}.json")
 
 
 def lock_for(vault: Vault, log: str) -> Path:
-    return lock_path(vault.state_dir, "live-context" if log == "live" else "decisions")
+    return lock_path(vault, "live-context" if log == "live" else "decisions")
 
 
 def read_journal(vault: Vault, log: str) -> list[Entry]:
@@ -127,10 +128,10 @@ def save_heads(vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]]) 
     data = json.dumps({"stamp": stamp, "agents": heads}).encode("utf-8")
     try:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
         except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            ensure_dir(path.parent)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
         try:
             os.write(fd, data)  # a new fd starts at offset 0
             os.ftruncate(fd, len(data))
@@ -167,19 +168,29 @@ def current_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
 
 
 def prepare_text(
-    vault: Vault, summary: str, body: str, *, what: str = "entry"
+    vault: Vault,
+    summary: str,
+    body: str,
+    *,
+    what: str = "entry",
+    identifiers: dict[str, str] | None = None,
 ) -> tuple[str, str, tuple[Any, ...]]:
-    """Fold and cap the summary, normalise and cap the body, apply the secrets policy."""
-    from vaultmem.core.secrets import apply_policy
+    """Fold and cap the summary, normalise and cap the body, apply the secrets policy to both
+    (and refuse a secret in any identifier) before anything is written."""
+    from vaultmem.core.secrets import scrub
 
     settings = vault.config.log
-    summary = fold_summary(summary)
+    summary = fold_summary(strip_controls(summary))
     if not summary:
         raise UsageError(f"the {what} summary is empty", "pass a one-line summary")
-    body = normalize_body(body)
-    policy = vault.config.secrets.policy
-    summary, found_s = apply_policy(summary, policy, what=f"{what} summary")
-    body, found_b = apply_policy(body, policy, what=f"{what} body")
+    body = normalize_body(strip_controls(body))
+    cleaned, found = scrub(
+        vault.config.secrets.policy,
+        {f"{what} summary": summary, f"{what} body": body},
+        identifiers=identifiers,
+        what=what,
+    )
+    summary, body = cleaned[f"{what} summary"], cleaned[f"{what} body"]
     if len(summary) > settings.max_summary:
         raise UsageError(
             f"the summary is {len(summary)} characters long (at most {settings.max_summary})",
@@ -190,7 +201,7 @@ def prepare_text(
             f"the body is {len(body)} characters long (at most {settings.max_body})",
             "link to a note instead of pasting it, or raise [log] max_body in vaultmem.toml",
         )
-    return summary, body, (*found_s, *found_b)
+    return summary, body, tuple(found)
 
 
 def append(
@@ -213,9 +224,9 @@ def append(
     acks = tuple(dict.fromkeys(validate_id(a) for a in acks))
     if type_ == "ack" and not acks:
         raise UsageError("an `ack` entry needs the id it acknowledges", "pass --ack ID")
-    if time is not None and not TIME_RE.match(time):
+    if time is not None and not TIME_RE.fullmatch(time):
         raise UsageError(f"invalid entry time {time!r}", "use UTC like 2026-11-29T15:20:01.123Z")
-    summary, body, found = prepare_text(vault, summary, body)
+    summary, body, found = prepare_text(vault, summary, body, identifiers={"channel": channel})
     warnings = unknown_acks(vault, acks) if acks else []
     from vaultmem.nexus import signing
 
@@ -293,9 +304,6 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
 
 def _write_journal(vault: Vault, log: str, entry: Entry) -> None:
     journal = journal_path(vault, log)
-    if not journal.parent.is_dir():
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        fsync_dir(journal.parent)
     line = jsonl_line(entry.full_dict())
     append_durable(journal, _after_newline(journal) + line)
 

@@ -113,7 +113,7 @@ def read_log(
             path, DEFAULT_TAIL if tail is None else tail, agent=agent, channel=channel, type_=type_
         )
     out: list[Entry] = []
-    if ID_RE.match(since):
+    if ID_RE.fullmatch(since):
         found = False
         for e in iter_reverse(path):
             if e.id == since:
@@ -126,7 +126,7 @@ def read_log(
                 f"no entry {since!r} in {vault.rel(path)}",
                 "use an id shown by `vaultmem log` (rotated entries are in nexus/archive/), or a time",
             )
-    elif _TIME_RE.match(since):
+    elif _TIME_RE.fullmatch(since):
         bound = since.rstrip("Z").replace(" ", "T")
         for e in iter_reverse(path):
             if e.time < bound:

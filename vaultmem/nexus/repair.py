@@ -27,7 +27,7 @@ class RepairReport:
 
 def _quarantine(vault: Vault, rel: str, text: str) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    dest = vault.state_dir / "quarantine" / f"{Path(rel).stem}-{stamp}.md"
+    dest = vault.state("quarantine", f"{Path(rel).stem}-{stamp}.md")
     dest.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(dest, text)
     return vault.rel(dest)

@@ -134,9 +134,7 @@ def register_public_key(vault: Vault, agent: str, public_b64: str, created: str)
     path = keys_file(vault, agent)
     kid = key_id_for(base64.b64decode(public_b64))
     line = f"- `{kid}` ed25519 `{public_b64}` created {created}\n"
-    with exclusive(
-        lock_path(vault.state_dir, f"keys-{agent}"), vault.config.log.lock_timeout, what="keys"
-    ):
+    with exclusive(lock_path(vault, f"keys-{agent}"), vault.config.log.lock_timeout, what="keys"):
         try:
             text = read_text(path, what="keys file")
         except FileNotFoundError:

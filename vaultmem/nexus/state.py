@@ -103,9 +103,7 @@ def set_state_section(vault: Vault, agent: str, section: str, text: str) -> Stat
     body = "\n".join(lines_in)
     path = vault.project_state
     vault.path(vault.rel(path))
-    with exclusive(
-        lock_path(vault.state_dir, "project-state"), vault.config.log.lock_timeout, what="state"
-    ):
+    with exclusive(lock_path(vault, "project-state"), vault.config.log.lock_timeout, what="state"):
         if not path.exists():
             from vaultmem.core.templates import template
 

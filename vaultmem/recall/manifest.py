@@ -93,11 +93,11 @@ CURRENT: dict[str, str] = {}
 
 
 def index_dir(vault: Vault) -> Path:
-    return vault.state_dir / INDEX_DIR
+    return vault.state(INDEX_DIR)
 
 
 def refresh_lock(vault: Vault) -> Path:
-    return lock_path(vault.state_dir, "index")
+    return lock_path(vault, "index")
 
 
 def load_manifest(vault: Vault) -> Manifest | None:

@@ -147,7 +147,7 @@ def parse_query(
     since_value = ""
     if filters["since"]:
         since_value = max(filters["since"])
-        if not _DATE.match(since_value):
+        if not _DATE.fullmatch(since_value):
             raise UsageError(f"--since {since_value!r} is not a date", "use YYYY-MM-DD")
     under_values = tuple(u.strip("/") for u in filters["under"] if u.strip("/"))
     return engine.Query(

@@ -22,6 +22,7 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from vaultmem.core.errors import LockTimeoutError
+from vaultmem.core.fsio import ensure_dir
 from vaultmem.core.vault import STATE_DIR, Vault
 from vaultmem.recall import manifest, refresh
 
@@ -99,7 +100,7 @@ def watch(
     # create the state folders before watching: one appearing during the observer's own
     # recursive set-up makes watchdog warn about a duplicate watch
     manifest.index_dir(vault).mkdir(parents=True, exist_ok=True)
-    (vault.state_dir / "locks").mkdir(parents=True, exist_ok=True)
+    ensure_dir(vault.state("locks"))
     handler = _Handler(str(vault.root))
     observer = Observer()
     observer.schedule(handler, str(vault.root), recursive=True)
