@@ -17,6 +17,7 @@ from vaultmem.cli.base import (
     open_vault,
     read_text_arg,
 )
+from vaultmem.cli.hot import warn_redactions
 from vaultmem.memory.facts import FactType, Scope
 
 
@@ -66,6 +67,7 @@ def remember(
         agent=agent,
         supersedes=supersedes,
     )
+    warn_redactions(fact.findings)
     if as_json:
         emit_json(fact.to_dict())
     else:

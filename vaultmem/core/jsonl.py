@@ -27,6 +27,33 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def last_jsonl(path: Path, *, chunk: int = 1 << 14) -> dict[str, Any] | None:
+    """The last JSON object in the file, read from its end (cheap on a long journal)."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return None
+    with fh:
+        end = fh.seek(0, 2)
+        buf = b""
+        pos = end
+        while pos > 0:
+            step = min(chunk, pos)
+            pos -= step
+            fh.seek(pos)
+            buf = fh.read(step) + buf
+            lines = buf.splitlines()
+            # the first line may be cut unless the file starts here
+            for raw in reversed(lines if pos == 0 else lines[1:]):
+                try:
+                    item = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(item, dict):
+                    return item
+    return None
+
+
 def jsonl_line(item: dict[str, Any]) -> bytes:
     """One record as a line: compact, UTF-8 (not \\u escapes), newline-terminated."""
     return json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

@@ -12,7 +12,7 @@ import secrets
 import unicodedata
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_exclusive
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.secrets import Finding, scrub
 from vaultmem.core.vault import Vault
 from vaultmem.memory.lines import (
     index_line,
@@ -102,9 +103,12 @@ class Fact:
     updated: str
     author: str
     text: str
+    findings: tuple[Finding, ...] = ()  # credentials redacted when `remember` wrote it
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out.pop("findings")
+        return out
 
 
 @dataclass(frozen=True)
@@ -270,6 +274,15 @@ def remember(
                 "shorten it",
             )
         desc = desc[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    # the fact, its description and its name all reach MEMORY.md and the note: one scan of all
+    # three before anything is written (a secret in the name is refused; it is a file name)
+    cleaned, found = scrub(
+        vault.config.secrets.policy,
+        {"fact": body, "description": desc},
+        identifiers={"fact name": name},
+        what="fact",
+    )
+    body, desc = cleaned["fact"], cleaned["description"]
 
     with _index_lock(vault):
         index_path, index_text = read_index(vault, owner)
@@ -319,7 +332,7 @@ def remember(
                 {"status": "superseded", "superseded_by": fact_id, "updated": stamp},
                 f"superseded by [[{vault.rel(path).removesuffix('.md')}|{name}]] on {stamp[:10]}",
             )
-        return _fact_from(vault, path, notes.read(path))
+        return replace(_fact_from(vault, path, notes.read(path)), findings=tuple(found))
 
 
 def _owner_of(vault: Vault, path: Path) -> str | None:

@@ -16,10 +16,10 @@ from typing import Any
 from vaultmem.core import clock
 from vaultmem.core.errors import UsageError
 from vaultmem.core.fsio import append_durable, atomic_write, read_text
-from vaultmem.core.jsonl import jsonl_line, read_jsonl
+from vaultmem.core.jsonl import jsonl_line, last_jsonl, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
-from vaultmem.nexus.entry import fold_summary, normalize_body
+from vaultmem.nexus.entry import fold_summary, normalize_body, strip_controls
 
 
 @dataclass(frozen=True)
@@ -127,20 +127,20 @@ def write_checkpoint(
     next_steps: tuple[str, ...] | list[str] = (),
 ) -> tuple[Checkpoint, tuple[Any, ...]]:
     """Replace the agent's checkpoint atomically; keep this version in the journal."""
-    from vaultmem.core.secrets import apply_policy
+    from vaultmem.core.secrets import scrub
 
     agent = vault.require_agent(agent)
-    policy = vault.config.secrets.policy
-    text, found = apply_policy(normalize_body(text), policy, what="checkpoint")
+    fields = {"checkpoint": normalize_body(strip_controls(text))}
     if task is not None:
-        task, found_t = apply_policy(fold_summary(task), policy, what="task")
-        found = [*found, *found_t]
-    steps = []
-    for step in next_steps:
-        clean, found_s = apply_policy(fold_summary(step), policy, what="next step")
-        found = [*found, *found_s]
-        if clean:
-            steps.append(clean)
+        fields["task"] = fold_summary(strip_controls(task))
+    for n, step in enumerate(next_steps):
+        fields[f"next step {n + 1}"] = fold_summary(strip_controls(step))
+    # every field is scanned before anything is written (refuse stops them all)
+    cleaned, found = scrub(vault.config.secrets.policy, fields, what="checkpoint")
+    text = cleaned["checkpoint"]
+    task = cleaned.get("task") if task is not None else None
+    steps = [cleaned[f"next step {n + 1}"] for n in range(len(next_steps))]
+    steps = [s for s in steps if s]
     if not text and not task and not steps:
         raise UsageError("the checkpoint is empty", "pass TEXT (or '-'), --task or --next")
     path = vault.checkpoint(agent)
@@ -152,12 +152,14 @@ def write_checkpoint(
         vault.config.log.lock_timeout,
         what="checkpoint",
     ):
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and not journal.exists():
-            # the first version vaultmem replaces (perhaps written by hand) is kept too
+        if path.exists():
+            # the version about to be replaced is kept when the journal does not have it yet:
+            # the first one (perhaps written by hand), or one a person edited since
             old = read_text(path, what="checkpoint")
-            record = {"time": None, "agent": agent, "raw": old}
-            append_durable(journal, jsonl_line(record))
+            last = last_jsonl(journal)
+            if last is None or last.get("raw") != old:
+                kept = {"time": clock.stamp(), "agent": agent, "by": "person", "raw": old}
+                append_durable(journal, jsonl_line(kept))
         content = render_checkpoint(cp)
         atomic_write(path, content)
         record = {"time": cp.updated, "agent": agent, **cp.to_dict(), "raw": content}

@@ -13,7 +13,14 @@ from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.tags import clean_tags
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
-from vaultmem.nexus.entry import Entry, fold_summary, normalize_body, read_file, validate_id
+from vaultmem.nexus.entry import (
+    Entry,
+    fold_summary,
+    normalize_body,
+    read_file,
+    strip_controls,
+    validate_id,
+)
 
 
 @dataclass(frozen=True)
@@ -64,20 +71,27 @@ def decide(
     tags: tuple[str, ...] | list[str] = (),
     channel: str = "decisions",
 ) -> DecideResult:
-    from vaultmem.core.secrets import apply_policy
+    from vaultmem.core.secrets import scrub
 
     agent = vault.require_agent(agent)
-    why = normalize_body(why)
+    why = normalize_body(strip_controls(why))
     if not why:
         raise UsageError("a decision needs its rationale", "pass --why 'because ...'")
-    why, found = apply_policy(why, vault.config.secrets.policy, what="rationale")
+    tags = clean_tags(tags)
+    # the decision and its rationale are scanned together, before anything is written
+    cleaned, found = scrub(
+        vault.config.secrets.policy,
+        {"decision": fold_summary(strip_controls(text)), "rationale": why},
+        identifiers={f"tag {t}": t for t in tags},
+        what="decision",
+    )
+    text, why = cleaned["decision"], cleaned["rationale"]
     limit = vault.config.log.max_summary
     if len(fold_summary(text)) > limit:
         raise UsageError(
             f"the decision is {len(fold_summary(text))} characters long (at most {limit})",
             "state the decision in one short line and put the reasoning in --why",
         )
-    tags = clean_tags(tags)
     warnings: list[str] = []
     if supersedes is not None:
         validate_id(supersedes)

@@ -204,6 +204,18 @@ def prepare_text(
     return summary, body, tuple(found)
 
 
+def check_can_append(vault: Vault, agent: str) -> None:
+    """Raise now what `append` would raise for a missing key, so a command that writes a file
+    and then logs it (state set) refuses before touching the file."""
+    from vaultmem.nexus import signing
+
+    if vault.config.log.require_signatures and signing.signer_for(vault, agent) is None:
+        raise SigningKeyMissingError(
+            f"agent {agent} has no signing key on this machine, and this vault refuses unsigned entries",
+            f"create one with: vaultmem keys create --agent {agent}",
+        )
+
+
 def append(
     vault: Vault,
     agent: str,

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from vaultmem.core import clock
 from vaultmem.core.errors import EntryNotFoundError, UsageError
-from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.fsio import append_durable, atomic_write, create_exclusive, read_text
+from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
-from vaultmem.nexus.entry import Entry, fold_summary, normalize_body
+from vaultmem.nexus.entry import Entry, fold_summary, normalize_body, strip_controls
 
 MAX_SECTION = 80
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_TOP_HEADING = re.compile(r"^#{1,2}(?:\s|$)")
+_FENCE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})")
+_TOP_HEADING = re.compile(r"#{1,2}(?:\s|$)")
+_HEADING = re.compile(r"(#{1,2})[ \t]+(.*?)[ \t]*#*[ \t]*")
 
 
 @dataclass(frozen=True)
@@ -46,28 +50,56 @@ def state_sections(text: str) -> list[tuple[str, str]]:
     """(title, body) of each `## ` section, skipping headings inside code fences."""
     lines = text.splitlines()
     out: list[tuple[str, str]] = []
-    spans = _section_spans(lines)
-    for title, start, end in spans:
+    for title, start, end in _section_spans(lines):
         out.append((title, "\n".join(lines[start + 1 : end]).strip()))
     return out
+
+
+def _fenced(lines: list[str]) -> set[int]:
+    """Indexes of lines inside code fences that are closed.
+
+    A fence that is opened and never closed does not count: a heading after it is still a
+    heading. So nobody's text (an agent's unclosed ``` for one) can make the sections after it
+    look like code, and a section never silently runs to the end of the file.
+    """
+    inside: set[int] = set()
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        mark = m.group(1)
+        close = next(
+            (
+                j
+                for j in range(i + 1, len(lines))
+                if (c := _FENCE.match(lines[j]))
+                and c.group(1)[0] == mark[0]
+                and len(c.group(1)) >= len(mark)
+                and not lines[j].strip().strip(mark[0])
+            ),
+            None,
+        )
+        if close is None:
+            i += 1  # an unclosed fence is plain text
+            continue
+        inside.update(range(i, close + 1))
+        i = close + 1
+    return inside
 
 
 def _section_spans(lines: list[str]) -> list[tuple[str, int, int]]:
     """(title, heading line index, end index exclusive) for each `## ` section."""
     heads: list[tuple[int, str, int]] = []  # index, title, level
-    fence = False
-    in_front = bool(lines) and lines[0].strip() == "---"
-    for i, line in enumerate(lines):
-        if in_front:
-            if i > 0 and line.strip() in ("---", "..."):
-                in_front = False
+    start = 0
+    if lines and lines[0].strip() == "---":  # frontmatter
+        start = next((i + 1 for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), 0)
+    fenced = _fenced(lines)
+    for i in range(start, len(lines)):
+        if i in fenced:
             continue
-        if _FENCE.match(line):
-            fence = not fence
-            continue
-        if fence:
-            continue
-        m = re.match(r"^(#{1,2})\s+(.*?)\s*#*\s*$", line)
+        m = _HEADING.fullmatch(lines[i])
         if m:
             heads.append((i, m.group(2), len(m.group(1))))
     spans = []
@@ -79,30 +111,62 @@ def _section_spans(lines: list[str]) -> list[tuple[str, int, int]]:
     return spans
 
 
+def _agent_body(text: str) -> tuple[str, list[str]]:
+    """An agent's section text made safe to splice in: fences balanced, `#`/`##` headings
+    demoted to `###` (they would cut the section in two). Returns the text and what changed."""
+    lines = normalize_body(strip_controls(text)).split("\n") if text.strip() else []
+    warnings: list[str] = []
+    fenced = _fenced(lines)
+    open_fence = None
+    for i, line in enumerate(lines):
+        m = _FENCE.match(line)
+        if m and i not in fenced and open_fence is None:
+            open_fence = m.group(1)
+        if i not in fenced and open_fence is None and _TOP_HEADING.match(line):
+            lines[i] = "### " + line.lstrip("#").strip()
+            warnings.append(f"demoted heading {line.strip()!r} to level 3")
+    if open_fence is not None:
+        # an unclosed fence in the agent's text: close it, so it stays the agent's own
+        lines.append(open_fence[0] * len(open_fence))
+        warnings.append("closed a code fence the text left open")
+    return "\n".join(lines), warnings
+
+
+def _journal(vault: Vault) -> Path:
+    return vault.state("journal", "state.jsonl")
+
+
+def state_history(vault: Vault) -> list[dict[str, Any]]:
+    """Every earlier version of the project-state file, oldest first (journaled before each
+    replace): time, agent, section, raw."""
+    return read_jsonl(_journal(vault))
+
+
 def set_state_section(vault: Vault, agent: str, section: str, text: str) -> StateChange:
-    """Replace the body of `## section` (created at the end if missing) and log who did it."""
-    from vaultmem.core.secrets import apply_policy
+    """Replace the body of `## section` (created at the end if missing) and log who did it.
+
+    Everything is checked before the file is touched: the section name and text (secrets; a
+    secret in the name is refused), the agent's key (the log entry must be writable). The file
+    as it was is journaled first, so `vaultmem repair --state N` can put it back.
+    """
+    from vaultmem.core.secrets import scrub
 
     agent = vault.require_agent(agent)
-    section = fold_summary(section).lstrip("#").strip()
+    section = fold_summary(strip_controls(section)).lstrip("#").strip()
     if not section or len(section) > MAX_SECTION:
         raise UsageError(
             f"invalid section name {section!r}", f"one line of at most {MAX_SECTION} characters"
         )
-    body, found = apply_policy(normalize_body(text), vault.config.secrets.policy, what="state")
-    warnings: list[str] = []
-    lines_in = body.split("\n") if body else []
-    fence = False
-    for i, line in enumerate(lines_in):
-        if _FENCE.match(line):
-            fence = not fence
-        elif not fence and _TOP_HEADING.match(line):
-            # a `#`/`##` heading would cut the section in two: demote it
-            lines_in[i] = "### " + line.lstrip("#").strip()
-            warnings.append(f"demoted heading {line.strip()!r} to level 3")
-    body = "\n".join(lines_in)
+    body, warnings = _agent_body(text)
+    cleaned, found = scrub(
+        vault.config.secrets.policy,
+        {"state text": body},
+        identifiers={"section name": section},
+        what="state",
+    )
+    body = cleaned["state text"]
+    log.check_can_append(vault, agent)
     path = vault.project_state
-    vault.path(vault.rel(path))
     with exclusive(lock_path(vault, "project-state"), vault.config.log.lock_timeout, what="state"):
         if not path.exists():
             from vaultmem.core.templates import template
@@ -127,6 +191,8 @@ def set_state_section(vault: Vault, agent: str, section: str, text: str) -> Stat
         new_text = "\n".join(lines)
         if not new_text.endswith("\n"):
             new_text += "\n"
+        record = {"time": clock.stamp(), "agent": agent, "section": section, "raw": old}
+        append_durable(_journal(vault), jsonl_line(record))
         atomic_write(path, new_text.replace("\n", newline))
     verb = "added" if created else "updated"
     entry = log.append(
@@ -139,3 +205,39 @@ def set_state_section(vault: Vault, agent: str, section: str, text: str) -> Stat
         extra={"section": section},
     ).entry
     return StateChange(section, created, vault.rel(path), entry, tuple(found), tuple(warnings))
+
+
+@dataclass(frozen=True)
+class StateRestore:
+    version: int
+    path: str
+    section: str | None
+    time: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def restore_state(vault: Vault, version: int) -> StateRestore:
+    """Put `nexus/project-state.md` back as it was before journaled change `version` (1 is the
+    oldest; see `vaultmem state --history`). The file it replaces is journaled too."""
+    path = vault.project_state
+    with exclusive(lock_path(vault, "project-state"), vault.config.log.lock_timeout, what="state"):
+        versions = state_history(vault)
+        if not 1 <= version <= len(versions):
+            raise EntryNotFoundError(
+                f"no project-state version {version} (the journal holds {len(versions)})",
+                "list them with: vaultmem state --history",
+            )
+        chosen = versions[version - 1]
+        raw = chosen.get("raw")
+        if not isinstance(raw, str):
+            raise EntryNotFoundError(f"version {version} holds no text", "pick another version")
+        try:
+            current = read_text(path, what="project state")
+        except FileNotFoundError:
+            current = ""
+        record = {"time": clock.stamp(), "agent": None, "section": None, "raw": current}
+        append_durable(_journal(vault), jsonl_line(record))
+        atomic_write(path, raw)
+    return StateRestore(version, vault.rel(path), chosen.get("section"), chosen.get("time"))
