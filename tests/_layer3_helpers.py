@@ -17,7 +17,9 @@ def make_keys(path: Path, *agents: str) -> Vault:
 
     v = Vault.open(path)
     for agent in agents or v.known_agents():
-        signing.create_key(v, agent)
+        info = signing.create_key(v, agent)
+        if not info.approved:  # a copy of example-vault: a person approves the new key
+            signing.approve_key(v, info.key_id, reviewer="chiara")
     return v
 
 

@@ -264,6 +264,10 @@ def test_the_example_vault_ships_a_log_that_verifies(tmp_path: Path) -> None:
     assert signing.signer_for(v, "ella") is None
     res = run_cli("read", "--vault", str(root), "--agent", "lyra", "--peek")
     assert res.exit_code == 0 and "AWAITING ACK" in res.stdout
-    signing.create_key(v, "ella")
+    info = signing.create_key(v, "ella")
+    assert not info.approved  # no earlier key of ella's is on this machine to vouch for it
     e = log.append(v, "ella", "continuing the example").entry
+    kinds = {p.kind for p in verify.verify(v).problems}
+    assert kinds == {"unapproved-key"}
+    signing.approve_key(v, info.key_id, reviewer="chiara")
     assert e.seq > 1 and verify.verify(v).ok

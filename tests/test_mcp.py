@@ -78,7 +78,10 @@ def make_keys(vault: Path, *agents: str) -> None:
     from conftest import run_cli
 
     for agent in agents:
-        res = run_cli("keys", "create", "--vault", str(vault), "--agent", agent)
+        res = run_cli("keys", "create", "--vault", str(vault), "--agent", agent, "--json")
+        assert res.exit_code == 0, res.stderr
+        key = json.loads(res.stdout)["key_id"]
+        res = run_cli("keys", "approve", key, "--vault", str(vault), "--reviewer", "chiara")
         assert res.exit_code == 0, res.stderr
 
 

@@ -64,9 +64,13 @@ def test_a_copied_vault_without_private_keys_starts_with_keys_create(
     monkeypatch.setenv("VAULTMEM_HOME", str(tmp_path / "other-home"))
     v2 = Vault.open(copy)
     assert signing.signer_for(v2, "ella") is None
-    signing.create_key(v2, "ella")
+    info = signing.create_key(v2, "ella")
     e = log.append(v2, "ella", "on the second machine").entry
     assert e.seq == 2
+    # a key nobody vouched for: verify says so until a person approves it
+    report = verify.verify(v2)
+    assert {p.kind for p in report.problems} == {"unapproved-key"}
+    signing.approve_key(v2, info.key_id, reviewer="chiara")
     assert verify.verify(v2).ok
 
 

@@ -20,7 +20,7 @@ from vaultmem.core.choices import choose
 from vaultmem.core.errors import ReviewRefusedError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.similarity import normalise, signature
-from vaultmem.core.vault import Vault, validate_name
+from vaultmem.core.vault import Vault, resolve_reviewer
 from vaultmem.memory import facts
 
 REVIEWABLE = ("pending", "expired")
@@ -86,35 +86,6 @@ class QueueItem:
 
 
 # --- the gate ----------------------------------------------------------------------------
-
-
-def resolve_reviewer(vault: Vault, reviewer: str | None, *, acting_agent: str | None) -> str:
-    """The person reviewing, or ReviewRefusedError (exit 8)."""
-    listed = ", ".join(vault.config.reviewers) or "none"
-    if acting_agent:
-        raise ReviewRefusedError(
-            f"refused: an agent ({acting_agent}) is acting; approvals come from people",
-            "a reviewer runs this without --agent and with VAULTMEM_AGENT unset",
-        )
-    name = reviewer or vault.config.default_reviewer
-    if not name:
-        raise UsageError(
-            "who is reviewing?",
-            f"pass --reviewer NAME (reviewers: {listed}), set VAULTMEM_REVIEWER, "
-            "or default_reviewer in vaultmem.toml",
-        )
-    validate_name(name, "reviewer")
-    if name in vault.known_agents():
-        raise ReviewRefusedError(
-            f"refused: {name!r} is an agent; agents never approve facts",
-            f"reviewers are people listed in vaultmem.toml ({listed})",
-        )
-    if name not in vault.config.reviewers:
-        raise ReviewRefusedError(
-            f"refused: {name!r} is not a reviewer of this vault",
-            f"reviewers: {listed}; add one with: vaultmem init --reviewer {name}",
-        )
-    return name
 
 
 def _not_self(fact: model.BankFact, reviewer: str) -> None:

@@ -246,8 +246,8 @@ def promote(
         return
     import sys
 
-    from vaultmem.bank.review import resolve_reviewer
     from vaultmem.core.errors import UsageError
+    from vaultmem.core.vault import resolve_reviewer
 
     v = open_vault(vault)
     who = resolve_reviewer(v, reviewer, acting_agent=agent)

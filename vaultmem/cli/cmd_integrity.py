@@ -15,10 +15,12 @@ from vaultmem.cli.base import (
     emit_json,
     example,
     open_vault,
+    warn,
 )
+from vaultmem.core.config import ENV_REVIEWER
 
 keys_app = typer.Typer(
-    help="Signing keys: `keys create` (new key pair), `keys list`.",
+    help="Signing keys: `keys create` (new key pair), `keys list`, `keys approve`.",
     no_args_is_help=True,
     epilog=example("vaultmem keys create --agent ella", "vaultmem keys list"),
 )
@@ -36,9 +38,44 @@ def keys_create(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt
     if as_json:
         emit_json(info.to_dict())
     else:
-        emit(f"{info.key_id} for {info.agent}")
+        emit(f"{info.key_id} for {info.agent} ({info.approval})")
         emit(f"  public key:  {info.public_path} (in the vault)")
         emit(f"  private key: {info.private_path} (this machine only; never share it)")
+    if not info.approved:
+        warn(
+            f"no earlier key of {info.agent} on this machine vouches for {info.key_id}: entries "
+            "it signs fail `vaultmem verify` until a reviewer runs "
+            f"`vaultmem keys approve {info.key_id} --reviewer NAME`"
+        )
+
+
+@keys_app.command(
+    "approve", epilog=example("vaultmem keys approve k-52caaa9663e6e24e --reviewer chiara")
+)
+def keys_approve(
+    key_id: Annotated[str, typer.Argument(help="The key id (k-…), as `keys list` shows it.")],
+    reviewer: Annotated[
+        str | None,
+        typer.Option(
+            "--reviewer",
+            envvar=ENV_REVIEWER,
+            help="Who approves [env VAULTMEM_REVIEWER; default: default_reviewer].",
+            show_default=False,
+        ),
+    ] = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A person approves a key that no earlier key of its agent vouched for (a new machine, a
+    copied vault). Refused (exit 8) when an agent is acting or the name is not a reviewer."""
+    from vaultmem.nexus.signing import approve_key
+
+    key = approve_key(open_vault(vault), key_id, reviewer=reviewer, acting_agent=agent)
+    if as_json:
+        emit_json(key.to_dict())
+    else:
+        emit(f"{key.key_id} of {key.agent}: approved ({key.approval})")
 
 
 @keys_app.command("list", epilog=example("vaultmem keys list", "vaultmem keys list --json"))
@@ -58,7 +95,8 @@ def keys_list(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt =
         emit("no keys yet; create one with: vaultmem keys create --agent NAME")
     for r in rows:
         here = "private key here" if r["private_here"] else "no private key here"
-        emit(f"{r['agent']:<12} {r['key_id']}  created {r['created'] or '?'}  ({here})")
+        state = r["approval"] if r["approved"] else f"NOT APPROVED: {r['approval']}"
+        emit(f"{r['agent']:<12} {r['key_id']}  created {r['created'] or '?'}  ({here}; {state})")
 
 
 @commands.command(epilog=example("vaultmem verify", "vaultmem verify --json"))

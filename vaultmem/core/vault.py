@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from vaultmem.core.config import CONFIG_NAME, NAME_RE, Config, load_config
 from vaultmem.core.errors import (
     PathOutsideVaultError,
+    ReviewRefusedError,
     UnknownAgentError,
     UsageError,
     VaultNotFoundError,
@@ -223,3 +224,37 @@ class Vault:
                 f"known agents: {', '.join(known) or 'none'}; add one with: vaultmem init --agent {agent}",
             )
         return agent
+
+
+def resolve_reviewer(vault: Vault, reviewer: str | None, *, acting_agent: str | None) -> str:
+    """The person reviewing (facts, keys), or ReviewRefusedError (exit 8).
+
+    Refused when an agent is acting (`--agent` / VAULTMEM_AGENT), when the name is an agent's
+    or is not listed under `reviewers`. A guard against mistakes and against an agent
+    following instructions literally, not a security boundary (README, Threat model).
+    """
+    listed = ", ".join(vault.config.reviewers) or "none"
+    if acting_agent:
+        raise ReviewRefusedError(
+            f"refused: an agent ({acting_agent}) is acting; approvals come from people",
+            "a reviewer runs this without --agent and with VAULTMEM_AGENT unset",
+        )
+    name = reviewer or vault.config.default_reviewer
+    if not name:
+        raise UsageError(
+            "who is reviewing?",
+            f"pass --reviewer NAME (reviewers: {listed}), set VAULTMEM_REVIEWER, "
+            "or default_reviewer in vaultmem.toml",
+        )
+    validate_name(name, "reviewer")
+    if name in vault.known_agents():
+        raise ReviewRefusedError(
+            f"refused: {name!r} is an agent; agents never approve",
+            f"reviewers are people listed in vaultmem.toml ({listed})",
+        )
+    if name not in vault.config.reviewers:
+        raise ReviewRefusedError(
+            f"refused: {name!r} is not a reviewer of this vault",
+            f"reviewers: {listed}; add one with: vaultmem init --reviewer {name}",
+        )
+    return name

@@ -119,6 +119,8 @@ class Entry:
     hash: str = ""
     key: str | None = None  # key id that signed it
     sig: str | None = None
+    # other agents' chain heads in this log when it was written: {agent: [seq, hash prefix]}
+    heads: dict[str, list[Any]] = field(default_factory=dict)
     line_start: int = 0  # 1-based lines in its file; 0 when read from the end (tail)
     line_end: int = 0
     byte_start: int = -1  # byte offsets in its file (-1 when parsed from text)
@@ -172,9 +174,14 @@ class Parsed:
     preamble_end: int  # byte offset of the first entry header (or end of file)
 
 
+def version_of(e: Entry) -> int:
+    """1 for entries in the first format; 2 once an entry carries anchored heads."""
+    return 2 if e.heads else 1
+
+
 def canonical_dict(e: Entry) -> dict[str, Any]:
-    return {
-        "v": FORMAT_VERSION,
+    data: dict[str, Any] = {
+        "v": version_of(e),
         "log": e.log,
         "id": e.id,
         "agent": e.agent,
@@ -189,6 +196,9 @@ def canonical_dict(e: Entry) -> dict[str, Any]:
         "prev": e.prev,
         "key": e.key,
     }
+    if e.heads:  # only in v2 entries: v1 entries keep their canonical bytes
+        data["heads"] = e.heads
+    return data
 
 
 def canonical_bytes(data: dict[str, Any]) -> bytes:
@@ -239,7 +249,7 @@ def unescape_body_line(line: str) -> str:
 
 def _meta_json(e: Entry) -> str:
     meta: dict[str, Any] = {
-        "v": FORMAT_VERSION,
+        "v": version_of(e),
         "log": e.log,
         "id": e.id,
         "seq": e.seq,
@@ -252,6 +262,8 @@ def _meta_json(e: Entry) -> str:
         meta["acks"] = list(e.acks)
     if e.extra:
         meta["extra"] = e.extra
+    if e.heads:
+        meta["heads"] = e.heads
     text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
     # `-->` inside the comment would end it early: JSON lets us spell < and > as escapes
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
@@ -306,6 +318,7 @@ def _entry_from(
             hash=str(meta.get("hash") or ""),
             key=meta.get("key"),
             sig=meta.get("sig"),
+            heads=_heads(meta.get("heads")),
             line_start=pos[0],
             line_end=pos[1],
             byte_start=pos[2],
@@ -402,7 +415,28 @@ def entry_from_dict(data: dict[str, Any]) -> Entry:
         hash=data.get("hash", ""),
         key=data.get("key"),
         sig=data.get("sig"),
+        heads=_heads(data.get("heads")),
     )
+
+
+def _heads(raw: Any) -> dict[str, list[Any]]:
+    """Anchored heads as parsed: {agent: [seq, hash prefix]}; anything malformed is dropped
+    (and then no longer matches the signed hash, which verify reports)."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, list[Any]] = {}
+    for agent, value in raw.items():
+        if (
+            isinstance(agent, str)
+            and isinstance(value, list)
+            and len(value) == 2
+            and isinstance(value[0], int)
+            and isinstance(value[1], str)
+        ):
+            out[agent] = [value[0], value[1]]
+        else:
+            return {"": ["malformed"]}  # keeps the hash from matching: reported as edited
+    return out
 
 
 def entry_id(agent: str, seq: int, log: str) -> str:

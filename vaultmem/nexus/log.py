@@ -269,6 +269,7 @@ def append(
             log=log,
             prev=last_hash,
             key=signer.key_id if signer else None,
+            heads=anchors(heads, agent),
         )
         digest = entry.compute_hash()
         entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
@@ -280,6 +281,20 @@ def append(
     # (`repair` orders restored entries by time, then journal order.)
     _write_journal(vault, log, entry)
     return AppendResult(entry, vault.rel(path), found, tuple(warnings))
+
+
+ANCHOR_HEX = 16  # hex digits of an anchored head's hash (64 bits)
+
+
+def anchors(heads: dict[str, list[Any]], writer: str) -> dict[str, list[Any]]:
+    """The other agents' chain heads as this writer sees them, to sign into its entry: anyone
+    who later drops or rewrites one of those entries breaks a signature they cannot remake
+    (docs/FORMAT.md, "Anchored heads")."""
+    out: dict[str, list[Any]] = {}
+    for agent, (seq, digest) in sorted(heads.items()):
+        if agent != writer and isinstance(digest, str) and digest.startswith("sha256:"):
+            out[agent] = [int(seq), digest[7 : 7 + ANCHOR_HEX]]
+    return out
 
 
 ACK_WINDOW = 5000  # entries searched back for an acked id (acks are about recent entries)

@@ -20,32 +20,46 @@ import functools
 import hashlib
 import os
 import re
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import config
+from vaultmem.core import clock, config
 from vaultmem.core.errors import IntegrityError, VaultmemError
-from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault, validate_name
 
 KEYS_FILE = "keys.md"
 SIG_DOMAIN = b"vaultmem-entry-v1\n"
+KEY_DOMAIN = b"vaultmem-key-v1\n"
 _KEY_LINE = re.compile(
-    r"^- `(?P<id>k-[0-9a-f]{16})` ed25519 `(?P<pub>[A-Za-z0-9+/]{43}=)`"
+    r"- `(?P<id>k-[0-9a-f]{16})` ed25519 `(?P<pub>[A-Za-z0-9+/]{43}=)`"
     r"(?: created (?P<created>\S+))?"
+    r"(?: approved-by (?:`(?P<by_key>k-[0-9a-f]{16})` sig `(?P<ksig>[A-Za-z0-9+/]{86}==)`"
+    r"|reviewer (?P<reviewer>[a-z0-9][a-z0-9_-]{0,39})(?: (?P<at>\S+))?))?"
 )
 
 
 @dataclass(frozen=True)
 class PublicKey:
+    """One line of `agents/<agent>/keys.md`, with whether the key may sign for the agent.
+
+    A key is approved when it is the agent's first key, when its line carries a signature by
+    an earlier approved key of the same agent (rotation on a machine that holds that key), or
+    when a reviewer approved it (`vaultmem keys approve`). See docs/FORMAT.md, "Keys".
+    """
+
     agent: str
     key_id: str
     public: str  # base64 of the raw 32-byte public key
     created: str | None
     line: int  # in agents/<agent>/keys.md
+    approved: bool = True
+    approval: str = "first key"  # or "signed by k-…", "reviewer NAME", or why not approved
+    by_key: str | None = None
+    key_sig: str | None = None
+    reviewer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -60,6 +74,8 @@ class KeyInfo:
     public: str
     private_path: str  # absolute, in VAULTMEM_HOME
     public_path: str  # vault-relative keys file
+    approved: bool = True
+    approval: str = "first key"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -81,42 +97,134 @@ def keys_file(vault: Vault, agent: str) -> Path:
     return vault.agent_dir(agent) / KEYS_FILE
 
 
+def key_statement(agent: str, key_id: str, public_b64: str) -> bytes:
+    """What an earlier key signs to vouch for a new one of the same agent."""
+    return KEY_DOMAIN + f"{agent}\n{key_id}\n{public_b64}".encode("ascii")
+
+
 def _parse_keys(text: str, agent: str) -> list[PublicKey]:
     found = []
     for n, line in enumerate(text.splitlines(), 1):
-        m = _KEY_LINE.match(line.strip())
+        m = _KEY_LINE.fullmatch(line.strip())
         if m:
-            found.append(PublicKey(agent, m["id"], m["pub"], m["created"], n))
+            found.append(
+                PublicKey(
+                    agent,
+                    m["id"],
+                    m["pub"],
+                    m["created"],
+                    n,
+                    by_key=m["by_key"],
+                    key_sig=m["ksig"],
+                    reviewer=m["reviewer"],
+                )
+            )
     return found
 
 
-def agent_keys(vault: Vault, agent: str) -> list[PublicKey]:
-    """The agent's registered public keys, oldest first (empty when it has none)."""
+def _judge(keys: list[PublicKey], reviewers: tuple[str, ...]) -> list[PublicKey]:
+    """Each key with `approved` set: the first key, or vouched for by an earlier approved key
+    of the same agent, or approved by a person listed as a reviewer."""
+    out: list[PublicKey] = []
+    approved: dict[str, PublicKey] = {}
+    for n, key in enumerate(keys):
+        if n == 0:
+            verdict = (True, "first key")
+        elif key.by_key:
+            voucher = approved.get(key.by_key)
+            if voucher is None:
+                verdict = (
+                    False,
+                    f"vouched for by {key.by_key}, which is not an earlier approved key",
+                )
+            elif key.key_sig and verify_raw(
+                voucher.public, key_statement(key.agent, key.key_id, key.public), key.key_sig
+            ):
+                verdict = (True, f"signed by {key.by_key}")
+            else:
+                verdict = (False, f"the signature by {key.by_key} does not match")
+        elif key.reviewer:
+            if key.reviewer in reviewers:
+                verdict = (True, f"reviewer {key.reviewer}")
+            else:
+                verdict = (False, f"{key.reviewer} is not a reviewer of this vault")
+        else:
+            verdict = (
+                False,
+                "not signed by an earlier key of the agent, nor approved by a reviewer",
+            )
+        judged = replace(key, approved=verdict[0], approval=verdict[1])
+        out.append(judged)
+        if judged.approved:
+            approved[judged.key_id] = judged
+    return out
+
+
+@dataclass(frozen=True)
+class KeysFileProblem:
+    agent: str
+    path: str
+    message: str
+
+
+def _read_keys_text(path: Path) -> tuple[str, str | None]:
+    """The keys file's text and a problem, if any. A bad byte does not hide the key lines
+    (they are ASCII): the file is read with replacements and reported."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return data.decode("utf-8", "replace"), f"not UTF-8 (bad byte at offset {exc.start})"
+
+
+def agent_keys(vault: Vault, agent: str, *, judge: bool = True) -> list[PublicKey]:
+    """The agent's registered public keys, oldest first (empty when it has none); judged
+    (approved or not) unless `judge` is False, which skips the signature checks: `append`
+    needs only the newest key this machine holds."""
+    return _agent_keys(vault, agent, judge=judge)[0]
+
+
+def _agent_keys(
+    vault: Vault, agent: str, *, judge: bool = True
+) -> tuple[list[PublicKey], str | None]:
     path = keys_file(vault, agent)
     try:
-        text = read_text(path, what="keys file")
+        text, problem = _read_keys_text(path)
     except FileNotFoundError:
-        return []
-    return [
+        return [], None
+    except OSError as exc:
+        return [], f"cannot read: {exc.strerror}"
+    keys = [
         k for k in _parse_keys(text, agent) if key_id_for(base64.b64decode(k.public)) == k.key_id
     ]
+    return (_judge(keys, vault.config.reviewers) if judge else keys), problem
 
 
 def public_keys(vault: Vault) -> dict[str, PublicKey]:
     """Every registered key of every agent that has a keys file, by key id."""
+    return keys_report(vault)[0]
+
+
+def keys_report(vault: Vault) -> tuple[dict[str, PublicKey], list[KeysFileProblem]]:
+    """Every registered key by id, and the keys files that could not be read cleanly."""
     out: dict[str, PublicKey] = {}
+    problems: list[KeysFileProblem] = []
     folder = vault.root / "agents"
     if not folder.is_dir():
-        return out
+        return out, problems
     for child in sorted(folder.iterdir()):
-        if (child / KEYS_FILE).is_file():
-            try:
-                validate_name(child.name)
-            except VaultmemError:
-                continue
-            for key in agent_keys(vault, child.name):
-                out.setdefault(key.key_id, key)
-    return out
+        if not (child / KEYS_FILE).is_file():
+            continue
+        try:
+            validate_name(child.name)
+        except VaultmemError:
+            continue
+        keys, problem = _agent_keys(vault, child.name)
+        if problem:
+            problems.append(KeysFileProblem(child.name, vault.rel(child / KEYS_FILE), problem))
+        for key in keys:
+            out.setdefault(key.key_id, key)
+    return out, problems
 
 
 def _keys_header(agent: str) -> str:
@@ -129,14 +237,17 @@ def _keys_header(agent: str) -> str:
     )
 
 
-def register_public_key(vault: Vault, agent: str, public_b64: str, created: str) -> Path:
-    """Add one line to agents/<agent>/keys.md (created if missing), keeping what is there."""
+def register_public_key(
+    vault: Vault, agent: str, public_b64: str, created: str, *, approval: str = ""
+) -> Path:
+    """Add one line to agents/<agent>/keys.md (created if missing), keeping what is there.
+    `approval` is the line's ` approved-by ...` part, if any."""
     path = keys_file(vault, agent)
     kid = key_id_for(base64.b64decode(public_b64))
-    line = f"- `{kid}` ed25519 `{public_b64}` created {created}\n"
+    line = f"- `{kid}` ed25519 `{public_b64}` created {created}{approval}\n"
     with exclusive(lock_path(vault, f"keys-{agent}"), vault.config.log.lock_timeout, what="keys"):
         try:
-            text = read_text(path, what="keys file")
+            text, _problem = _read_keys_text(path)
         except FileNotFoundError:
             text = _keys_header(agent)
         if any(k.key_id == kid for k in _parse_keys(text, agent)):
@@ -183,14 +294,77 @@ def create_key(vault: Vault, agent: str) -> KeyInfo:
             f"cannot write the private key {path}: {exc.strerror}",
             "check that VAULTMEM_HOME is writable",
         ) from exc
-    created = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    created = clock.stamp()
     public_b64 = base64.b64encode(public_raw).decode("ascii")
-    kfile = register_public_key(vault, agent, public_b64, created)
-    return KeyInfo(agent, kid, public_b64, str(path), vault.rel(kfile))
+    existing = agent_keys(vault, agent)
+    approval = ""
+    if existing:
+        # rotation: the newest approved key this machine holds vouches for the new one
+        voucher = next(
+            (
+                k
+                for k in reversed(existing)
+                if k.approved and private_key_path(agent, k.key_id).is_file()
+            ),
+            None,
+        )
+        if voucher is not None:
+            signer = Signer(agent, voucher.key_id, private_key_path(agent, voucher.key_id))
+            sig = signer.sign_raw(key_statement(agent, kid, public_b64))
+            approval = f" approved-by `{voucher.key_id}` sig `{sig}`"
+    kfile = register_public_key(vault, agent, public_b64, created, approval=approval)
+    judged = next((k for k in agent_keys(vault, agent) if k.key_id == kid), None)
+    return KeyInfo(
+        agent,
+        kid,
+        public_b64,
+        str(path),
+        vault.rel(kfile),
+        approved=judged.approved if judged else False,
+        approval=judged.approval if judged else "not registered",
+    )
+
+
+def approve_key(
+    vault: Vault, key_id: str, *, reviewer: str | None, acting_agent: str | None = None
+) -> PublicKey:
+    """A person approves a key no earlier key of its agent vouched for (a new machine's key
+    for an agent whose old keys are elsewhere, or a copy of a vault without its private keys).
+    The review gate's rules apply: no agent acting, a listed reviewer (exit 8 otherwise)."""
+    from vaultmem.core.errors import NotFoundError
+    from vaultmem.core.vault import resolve_reviewer
+
+    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
+    key = public_keys(vault).get(key_id)
+    if key is None:
+        raise NotFoundError(
+            f"no key {key_id!r} in any agents/*/keys.md", "list them: vaultmem keys list"
+        )
+    if key.approved:
+        return key
+    path = keys_file(vault, key.agent)
+    with exclusive(
+        lock_path(vault, f"keys-{key.agent}"), vault.config.log.lock_timeout, what="keys"
+    ):
+        text, _problem = _read_keys_text(path)
+        lines = text.splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            m = _KEY_LINE.fullmatch(line.strip())
+            if m and m["id"] == key_id:
+                body = line.rstrip("\r\n")
+                body = body.split(" approved-by ", 1)[0]  # a broken approval is replaced
+                end = line[len(line.rstrip("\r\n")) :] or "\n"
+                lines[i] = f"{body} approved-by reviewer {who} {clock.stamp()}{end}"
+                break
+        atomic_write(vault.path(vault.rel(path)), "".join(lines))
+    approved = public_keys(vault)[key_id]
+    return approved
 
 
 def has_usable_key(vault: Vault, agent: str) -> bool:
-    return any(private_key_path(agent, k.key_id).is_file() for k in agent_keys(vault, agent))
+    return any(
+        private_key_path(agent, k.key_id).is_file() for k in agent_keys(vault, agent, judge=False)
+    )
 
 
 def ensure_key(vault: Vault, agent: str) -> KeyInfo | None:
@@ -234,13 +408,16 @@ class Signer:
         return self._key
 
     def sign(self, entry_hash: str) -> str:
-        sig: bytes = self._load().sign(SIG_DOMAIN + entry_hash.encode("ascii"))
+        return self.sign_raw(SIG_DOMAIN + entry_hash.encode("ascii"))
+
+    def sign_raw(self, message: bytes) -> str:
+        sig: bytes = self._load().sign(message)
         return base64.b64encode(sig).decode("ascii")
 
 
 def signer_for(vault: Vault, agent: str) -> Signer | None:
     """The newest registered key of `agent` whose private half this machine holds, or None."""
-    for key in reversed(agent_keys(vault, agent)):
+    for key in reversed(agent_keys(vault, agent, judge=False)):
         path = private_key_path(agent, key.key_id)
         if path.is_file():
             return Signer(agent, key.key_id, path)
@@ -253,13 +430,14 @@ def _public_key(public_b64: str) -> Any:
 
 
 def verify_signature(public_b64: str, entry_hash: str, sig_b64: str) -> bool:
+    return verify_raw(public_b64, SIG_DOMAIN + entry_hash.encode("ascii"), sig_b64)
+
+
+def verify_raw(public_b64: str, message: bytes, sig_b64: str) -> bool:
     from cryptography.exceptions import InvalidSignature
 
     try:
-        pub = _public_key(public_b64)
-        pub.verify(
-            base64.b64decode(sig_b64, validate=True), SIG_DOMAIN + entry_hash.encode("ascii")
-        )
+        _public_key(public_b64).verify(base64.b64decode(sig_b64, validate=True), message)
     except (InvalidSignature, ValueError):
         return False
     return True

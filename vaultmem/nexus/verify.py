@@ -11,11 +11,15 @@ from typing import Any
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
 
+GAP_DETAIL = 20  # a gap longer than this is reported as one range
+
 PROBLEM_KINDS = (
     "edited",  # hash does not match the entry's text: changed after it was written
     "forged",  # signature invalid, or made with a key that is not the agent's
     "unsigned",  # no signature while the vault requires them
     "unknown-key",  # signed with a key no keys.md lists
+    "unapproved-key",  # a key neither signed by the agent's earlier key nor approved by a person
+    "bad-keys-file",  # a keys.md that cannot be read
     "missing",  # a sequence gap, or an entry the journal has and the files do not
     "reordered",  # an agent's entry stands before one it follows
     "broken-chain",  # prev does not match the hash of the agent's previous entry
@@ -125,6 +129,12 @@ def _verify_log(
                     f"{e.id}: the signature does not match (not made with {e.agent}'s key {e.key})",
                 )
                 continue
+            if not pk.approved:
+                bad(
+                    "unapproved-key",
+                    f"{e.id} is signed with {e.key}, a key of {e.agent} that is not approved "
+                    f"({pk.approval}); a reviewer approves it with: vaultmem keys approve {e.key}",
+                )
         good.append((rel, e))
 
     by_id: dict[str, entry.Entry] = {}
@@ -167,25 +177,38 @@ def _verify_log(
     journal = {e.id: e for e in log.read_journal(vault, log_name)}
     live_rel = vault.rel(log.log_file(vault, log_name))
     reported_missing: set[str] = set()
+    damaged = defaultdict(set)  # agent -> seqs present in the files but not verifiable
+    for _rel, e in located:
+        damaged[e.agent].add(e.seq)
+
+    def missing(mid: str, message: str) -> None:
+        problems.append(LogProblem(live_rel, "missing", message, mid))
+        reported_missing.add(mid)
+
     for agent, chain in sorted(chains.items()):
-        top = max(chain)
-        for seq in range(1, top + 1):
-            cur = chain.get(seq)
-            if cur is None:
-                mid = entry.entry_id(agent, seq, log_name)
-                if mid in all_ids:
-                    continue  # present but damaged: reported above
-                hint = " (the journal has it: run vaultmem repair)" if mid in journal else ""
-                problems.append(
-                    LogProblem(
-                        live_rel,
-                        "missing",
-                        f"{mid} is missing: {agent}'s sequence jumps over it{hint}",
-                        mid,
+        # walk the sequence numbers present, never a range: a forged seq of 10**12 costs
+        # nothing, and a gap is reported once, as a range, when it is long
+        expected_next = 1
+        for seq in sorted(chain):
+            if seq > expected_next:
+                gap = [
+                    s
+                    for s in range(expected_next, min(seq, expected_next + GAP_DETAIL))
+                    if s not in damaged[agent]
+                ]
+                for s in gap:
+                    mid = entry.entry_id(agent, s, log_name)
+                    hint = " (the journal has it: run vaultmem repair)" if mid in journal else ""
+                    missing(mid, f"{mid} is missing: {agent}'s sequence jumps over it{hint}")
+                if seq - expected_next > GAP_DETAIL:
+                    first = entry.entry_id(agent, expected_next + GAP_DETAIL, log_name)
+                    last = entry.entry_id(agent, seq - 1, log_name)
+                    missing(
+                        first,
+                        f"{first} … {last} are missing ({seq - expected_next - GAP_DETAIL:,} "
+                        f"more entries): {agent}'s sequence jumps to {seq}",
                     )
-                )
-                reported_missing.add(mid)
-                continue
+            cur = chain[seq]
             before = chain.get(seq - 1)
             expected = None if seq == 1 else (before.hash if before else cur.prev)
             if cur.prev != expected:
@@ -198,13 +221,53 @@ def _verify_log(
                         cur.line_start,
                     )
                 )
-    present = all_ids
+            expected_next = seq + 1
+
+    # anchored heads: every signed entry names the other agents' chain heads it saw, so a
+    # dropped newest entry or a rewritten chain shows even on a fresh clone with no journal
+    for rel, e in good:
+        for other, (seq, prefix) in sorted(e.heads.items()):
+            tid = entry.entry_id(other, seq, log_name)
+            target = chains.get(other, {}).get(seq)
+            if target is None:
+                if tid in reported_missing or seq in damaged[other]:
+                    continue
+                end = max(chains[other]) if chains.get(other) else 0
+                missing(
+                    tid,
+                    f"{tid} is missing: {e.id} saw {other}'s chain reach it, but the log ends "
+                    f"at {other}.{end}" + (" (run vaultmem repair)" if tid in journal else ""),
+                )
+            elif not target.hash.removeprefix("sha256:").startswith(prefix):
+                problems.append(
+                    LogProblem(
+                        rel,
+                        "edited",
+                        f"{tid} is not the entry {e.id} saw when it was written "
+                        "(its anchored hash differs): the chain was rewritten",
+                        tid,
+                        target.line_start,
+                    )
+                )
+
+    # the journal holds what this machine appended: an entry with the same id but another
+    # hash was replaced after it was written (re-signed, or with a key that is not ours)
     for mid, je in journal.items():
-        if (
-            mid not in present
-            and mid not in reported_missing
-            and not any(p.id == mid for p in problems)
-        ):
+        found = by_id.get(mid)
+        if found is not None and je.hash and found.hash != je.hash:
+            problems.append(
+                LogProblem(
+                    live_rel,
+                    "edited",
+                    f"{mid} differs from the entry this machine appended ({je.time}); "
+                    "run vaultmem repair to put the original back",
+                    mid,
+                    found.line_start,
+                )
+            )
+    reported = {p.id for p in problems}
+    for mid, je in journal.items():
+        if mid not in all_ids and mid not in reported_missing and mid not in reported:
             problems.append(
                 LogProblem(
                     live_rel,
@@ -220,9 +283,26 @@ def verify(vault: Vault) -> VerifyReport:
     """Check every entry's hash, signature and chain in both logs; report every problem."""
     from vaultmem.nexus import signing
 
-    keys = signing.public_keys(vault)
+    keys, key_files = signing.keys_report(vault)
     checked: dict[str, int] = {}
-    problems: list[LogProblem] = []
+    problems: list[LogProblem] = [
+        LogProblem(kf.path, "bad-keys-file", f"{kf.path}: {kf.message}; its key lines are read")
+        for kf in key_files
+    ]
+    for key in keys.values():
+        if not key.approved:
+            rel = vault.rel(signing.keys_file(vault, key.agent))
+            problems.append(
+                LogProblem(
+                    rel,
+                    "unapproved-key",
+                    f"{key.key_id} of {key.agent} is not approved ({key.approval}); "
+                    f"a reviewer approves it with: vaultmem keys approve {key.key_id} "
+                    "--reviewer NAME",
+                    key.key_id,
+                    key.line,
+                )
+            )
     for name in entry.LOGS:
         c, p = _verify_log(vault, name, keys)
         checked.update(c)
