@@ -10,7 +10,7 @@ from conftest import run_cli, run_proc
 
 from vaultmem.bank import retain, review, store
 from vaultmem.core import notes
-from vaultmem.core.errors import ReviewRefusedError, UsageError
+from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts
 
@@ -207,16 +207,22 @@ def test_default_reviewer_from_config(vault: Path) -> None:
     assert promote(vault, "approve", fid).exit_code == 0  # type: ignore[attr-defined]
 
 
-def test_no_self_approval(vault: Path) -> None:
-    fid = _retain(vault, "Chiara wants migrations reviewed before Friday")
+def test_an_author_claim_in_frontmatter_changes_nothing(vault: Path) -> None:
+    """The author is the agent whose bank holds the note: lyra's note claiming `author: ella`
+    is lyra's, and an approved decision fact is signed by lyra, never with ella's key."""
+    from _layer3_helpers import make_keys
+
+    from vaultmem.nexus.decisions import list_decisions
+
+    make_keys(vault, "ella", "lyra")
+    fid = _retain(vault, "Use Postgres advisory locks for the queue", "decision", agent="lyra")
     path, note = store.find_bank(_open(vault), fid)
-    path.write_text(notes.set_frontmatter(note.text, {"author": "chiara"}))
-    with pytest.raises(ReviewRefusedError, match="cannot approve"):
-        review.approve(_open(vault), fid, reviewer="chiara")
-    res = promote(vault, "approve", fid, "--reviewer", "chiara")
-    assert res.exit_code == 8  # type: ignore[attr-defined]
-    assert not (vault / "memory/chiara-wants-migrations-reviewed-before-friday.md").exists()
-    assert _bank_meta(vault, fid)["status"] == "pending"
+    path.write_text(notes.set_frontmatter(note.text, {"author": "ella"}))
+    done = review.approve(_open(vault), fid, reviewer="chiara")
+    assert done.fact.author == "lyra" and done.memory is not None
+    assert done.memory.author == "lyra"
+    (decision,) = [d for d in list_decisions(_open(vault)) if d.entry.id == done.decision_log]
+    assert decision.entry.agent == "lyra"
 
 
 def test_unknown_fact_is_not_found(vault: Path) -> None:
@@ -250,7 +256,13 @@ def test_apply_carries_out_obsidian_edits(vault: Path) -> None:
         ("approve", approve_me), ("approve", agent_scope), ("reject", reject_me),
     }  # fmt: skip
     assert _bank_meta(vault, approve_me).get("memory") is None
-    res = run_cli("promote", "apply", "--reviewer", "chiara", "--vault", str(vault), "--json")
+    # nothing is carried out unconfirmed: without a terminal, --yes after the dry run
+    unconfirmed = run_cli("promote", "apply", "--reviewer", "chiara", "--vault", str(vault))
+    assert unconfirmed.exit_code == 2 and "--yes" in unconfirmed.stderr
+    assert _bank_meta(vault, approve_me).get("memory") is None
+    res = run_cli(
+        "promote", "apply", "--reviewer", "chiara", "--yes", "--vault", str(vault), "--json"
+    )
     assert res.exit_code == 5
     data = json.loads(res.stdout)
     assert {(d["action"], d["fact"]["id"]) for d in data["done"]} == {
@@ -265,19 +277,43 @@ def test_apply_carries_out_obsidian_edits(vault: Path) -> None:
     assert _bank_meta(vault, untouched)["status"] == "pending"
     # a second run has nothing left to do but the unresolved problem
     _set(vault, no_reason, status="pending")
-    again = run_cli("promote", "apply", "--reviewer", "chiara", "--vault", str(vault))
+    again = run_cli("promote", "apply", "--reviewer", "chiara", "--yes", "--vault", str(vault))
     assert again.exit_code == 0 and "nothing to apply" in again.stdout
 
 
-def test_apply_reports_self_approval_and_goes_on(vault: Path) -> None:
-    mine = _retain(vault, "Chiara wants migrations reviewed before Friday")
+def test_apply_takes_the_author_from_the_folder_and_shows_a_false_claim(vault: Path) -> None:
+    claimed = _retain(vault, "Chiara wants migrations reviewed before Friday")
     other = _retain(vault, "Marta is away until January", "user")
-    _set(vault, mine, status="approved", author="chiara")
+    _set(vault, claimed, status="approved", author="chiara")  # ella's note claims chiara
     _set(vault, other, status="approved")
-    report = review.apply(_open(vault), reviewer="chiara")
-    assert [d.fact.id for d in report.done] == [other]
-    assert [p.id for p in report.problems] == [mine]
-    assert _bank_meta(vault, mine).get("memory") is None
+    seen: list[review.Planned] = []
+    report = review.apply(_open(vault), reviewer="chiara", confirm=lambda p: not seen.append(p))
+    assert {d.fact.id for d in report.done} == {claimed, other}
+    plan = next(p for p in seen if p.id == claimed)
+    assert plan.author == "ella" and plan.claimed_author == "chiara"
+    assert "frontmatter says author 'chiara'" in plan.describe()
+    memory_id = _bank_meta(vault, claimed)["memory_id"]
+    made = next(f for f in facts.list_facts(_open(vault)) if f.id == memory_id)
+    assert made.author == "ella"
+
+
+def test_apply_shows_what_a_supersedes_would_retire_and_skips_what_is_declined(
+    vault: Path,
+) -> None:
+    """An agent sets status: approved and supersedes: on its own note; the person sees it."""
+    person_fact = facts.remember(
+        _open(vault), "Deploys need two approvals.", name="Deploy approvals", type_="project"
+    )
+    sneaky = _retain(vault, "Deploys need no approval", "project")
+    _set(vault, sneaky, status="approved", supersedes=person_fact.id)
+    dry = review.apply(_open(vault), reviewer="chiara", dry_run=True)
+    (plan,) = dry.planned
+    assert plan.supersedes == person_fact.id and plan.supersedes_name == "Deploy approvals"
+    assert "SUPERSEDES" in plan.describe() and "Deploys need no approval" in plan.describe()
+    report = review.apply(_open(vault), reviewer="chiara", confirm=lambda p: False)
+    assert report.done == () and [p.id for p in report.skipped] == [sneaky]
+    still = next(f for f in facts.list_facts(_open(vault)) if f.id == person_fact.id)
+    assert still.status == "active"
 
 
 def test_reviewing_updates_review_page(tmp_path: Path) -> None:

@@ -243,7 +243,9 @@ def fact_from_note(vault: Vault, path: Path, note: notes.Note) -> BankFact:
         name=str(meta.get("name") or path.stem),
         type=str(meta.get("type") or ""),
         status=str(meta.get("status") or "pending"),
-        author=str(meta.get("author") or owner),
+        # the author is the agent whose bank folder holds the note: a frontmatter `author:`
+        # is something any agent could write (review shows a mismatch)
+        author=owner or str(meta.get("author") or ""),
         text=text,
         path=vault.rel(path),
         created=str(meta.get("created") or ""),

@@ -398,10 +398,20 @@ def merge(
     emit(f"merged {decision.fact.id} into {decision.memory.id} {decision.memory.path}")
 
 
-@promote_app.command("apply", epilog=example("vaultmem promote apply --reviewer chiara --dry-run"))
+@promote_app.command(
+    "apply",
+    epilog=example(
+        "vaultmem promote apply --reviewer chiara --dry-run",
+        "vaultmem promote apply --reviewer chiara --yes",
+    ),
+)
 def apply_(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be carried out; change nothing.")
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option("--yes", "-y", help="Carry out everything --dry-run listed, without asking."),
     ] = False,
     reviewer: ReviewerOpt = None,
     vault: VaultOpt = None,
@@ -410,16 +420,36 @@ def apply_(
 ) -> None:
     """Carry out the status: approved / rejected (with reason:) people set in Obsidian.
 
-    Exits 0 when everything was carried out, 5 when some notes could not be (listed, untouched).
+    Each action is shown in full first (scope, name, what it supersedes, the text): an agent
+    can edit those notes too. In a terminal you are asked one by one; elsewhere pass --yes
+    after checking --dry-run. Exits 0 when everything was carried out, 5 when some notes could
+    not be (listed, untouched).
     """
+    import sys
+
+    from vaultmem.bank.review import Planned
     from vaultmem.bank.review import apply as do_apply
 
-    report = do_apply(open_vault(vault), reviewer=reviewer, acting_agent=agent, dry_run=dry_run)
+    def ask(plan: Planned) -> bool:
+        sys.stderr.write(plan.describe() + "\n")
+        if yes:
+            return True
+        sys.stderr.write("carry this out? [y/N] ")
+        sys.stderr.flush()
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+    interactive = sys.stdin.isatty() and not as_json
+    confirm = ask if (yes or interactive) else None
+    report = do_apply(
+        open_vault(vault), reviewer=reviewer, acting_agent=agent, dry_run=dry_run, confirm=confirm
+    )
     if as_json:
         emit_json(report.to_dict())
     else:
-        for action, fid in report.planned:
-            emit(f"would {action} {fid}")
+        for plan in report.planned:
+            emit("would " + plan.describe())
+        for plan in report.skipped:
+            emit(f"skipped {plan.id} (not confirmed)")
         for d in report.done:
             for message in d.warnings:
                 warn(f"{d.fact.id}: {message}")
