@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, run_proc
 
-from vaultmem.bank import retain, review, store
+from vaultmem.bank import apply, retain, review, store
 from vaultmem.core import notes
 from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
@@ -286,8 +286,8 @@ def test_apply_takes_the_author_from_the_folder_and_shows_a_false_claim(vault: P
     other = _retain(vault, "Marta is away until January", "user")
     _set(vault, claimed, status="approved", author="chiara")  # ella's note claims chiara
     _set(vault, other, status="approved")
-    seen: list[review.Planned] = []
-    report = review.apply(_open(vault), reviewer="chiara", confirm=lambda p: not seen.append(p))
+    seen: list[apply.Planned] = []
+    report = apply.apply(_open(vault), reviewer="chiara", confirm=lambda p: not seen.append(p))
     assert {d.fact.id for d in report.done} == {claimed, other}
     plan = next(p for p in seen if p.id == claimed)
     assert plan.author == "ella" and plan.claimed_author == "chiara"
@@ -306,11 +306,11 @@ def test_apply_shows_what_a_supersedes_would_retire_and_skips_what_is_declined(
     )
     sneaky = _retain(vault, "Deploys need no approval", "project")
     _set(vault, sneaky, status="approved", supersedes=person_fact.id)
-    dry = review.apply(_open(vault), reviewer="chiara", dry_run=True)
+    dry = apply.apply(_open(vault), reviewer="chiara", dry_run=True)
     (plan,) = dry.planned
     assert plan.supersedes == person_fact.id and plan.supersedes_name == "Deploy approvals"
     assert "SUPERSEDES" in plan.describe() and "Deploys need no approval" in plan.describe()
-    report = review.apply(_open(vault), reviewer="chiara", confirm=lambda p: False)
+    report = apply.apply(_open(vault), reviewer="chiara", confirm=lambda p: False)
     assert report.done == () and [p.id for p in report.skipped] == [sneaky]
     still = next(f for f in facts.list_facts(_open(vault)) if f.id == person_fact.id)
     assert still.status == "active"

@@ -10,7 +10,6 @@ not a security boundary. An agent that runs as the same OS user can edit the not
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,67 +59,6 @@ class ApplyProblem:
 
 
 @dataclass(frozen=True)
-class Planned:
-    """One thing `promote apply` would do, with every field it acts on: each of them is in a
-    file an agent can edit, so a person sees them all before anything happens."""
-
-    action: str  # "approve" or "reject"
-    id: str
-    path: str
-    author: str  # from the bank folder the note is in, never from its frontmatter
-    type: str
-    text: str
-    scope: str = "shared"
-    name: str | None = None
-    supersedes: str | None = None
-    supersedes_name: str | None = None  # the memory that would be retired
-    reason: str | None = None
-    claimed_author: str | None = None  # a frontmatter `author:` that is not the folder's
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    def describe(self) -> str:
-        lines = [f"{self.action} {self.id} ({self.type} by {self.author}, {self.path})"]
-        if self.action == "approve":
-            lines.append(f"  as a {self.scope} memory named {self.name!r}")
-            if self.supersedes:
-                lines.append(
-                    f"  SUPERSEDES {self.supersedes} ({self.supersedes_name or 'unknown'}),"
-                    " which would be marked superseded"
-                )
-        else:
-            lines.append(f"  reason: {self.reason}")
-        if self.claimed_author:
-            lines.append(
-                f"  note: its frontmatter says author {self.claimed_author!r}; the author is "
-                f"{self.author}, whose bank it is in"
-            )
-        lines += [f"  | {ln}" for ln in self.text.splitlines()]
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class ApplyReport:
-    """What `promote apply` carried out, and what it could not (left as the person wrote it)."""
-
-    done: tuple[Decision, ...]
-    problems: tuple[ApplyProblem, ...]
-    planned: tuple[Planned, ...] = ()  # under --dry-run: what would be done
-    dry_run: bool = False
-    skipped: tuple[Planned, ...] = ()  # what the person declined when asked
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "done": [d.to_dict() for d in self.done],
-            "problems": [p.to_dict() for p in self.problems],
-            "planned": [p.to_dict() for p in self.planned],
-            "skipped": [p.to_dict() for p in self.skipped],
-            "dry_run": self.dry_run,
-        }
-
-
-@dataclass(frozen=True)
 class QueueItem:
     fact: model.BankFact
     similar: tuple[model.Match, ...]
@@ -129,10 +67,7 @@ class QueueItem:
         return {**self.fact.to_dict(), "similar": [m.to_dict() for m in self.similar]}
 
 
-# --- the gate ----------------------------------------------------------------------------
-
-
-def _not_self(fact: model.BankFact, reviewer: str) -> None:
+def refuse_self_review(fact: model.BankFact, reviewer: str) -> None:
     if fact.author == reviewer:
         raise ReviewRefusedError(
             f"refused: {reviewer} proposed {fact.id} and cannot approve it", "ask another reviewer"
@@ -157,9 +92,6 @@ def _link(vault: Vault, fact: facts.Fact) -> str:
     return f"[[{fact.path.removesuffix('.md')}|{fact.name}]]"
 
 
-# --- queue -------------------------------------------------------------------------------
-
-
 def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) -> list[QueueItem]:
     """Pending facts, oldest first, each with the memories most like it."""
     if agent:
@@ -175,9 +107,6 @@ def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) ->
         ranked = dedupe.rank_matches(signature(fact.text), by_author[fact.author], 0.2)
         out.append(QueueItem(fact, tuple(m for m, _c in ranked[:similar])))
     return out
-
-
-# --- actions -----------------------------------------------------------------------------
 
 
 def _decision_log(
@@ -207,7 +136,7 @@ def _decision_log(
     return result.decision.id, None
 
 
-def _approve(
+def approve_one(
     vault: Vault,
     path: Path,
     fact: model.BankFact,
@@ -218,7 +147,7 @@ def _approve(
     description: str | None,
     supersedes: str | None = None,
 ) -> Decision:
-    _not_self(fact, reviewer)
+    refuse_self_review(fact, reviewer)
     scope = choose(facts.Scope, scope, "scope")
     stamp = clock.stamp()
     extra: dict[str, Any] = {
@@ -287,7 +216,7 @@ def approve(
     with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
-        decision = _approve(
+        decision = approve_one(
             vault,
             path,
             fact,
@@ -301,7 +230,7 @@ def approve(
     return decision
 
 
-def _reason(why: str | None) -> str:
+def reason_text(why: str | None) -> str:
     reason = facts.one_line(why or "", 500, "reason")
     if not reason:
         raise UsageError("a rejection needs a reason", "pass --why 'what is wrong with it'")
@@ -318,17 +247,17 @@ def reject(
 ) -> Decision:
     """Keep the bank note, `status: rejected` with the reason: retain will not propose it again."""
     who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
-    reason = _reason(why)
+    reason = reason_text(why)
     with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
-        _not_self(fact, who)
-        decision = _reject(vault, path, who, reason)
+        refuse_self_review(fact, who)
+        decision = reject_one(vault, path, who, reason)
         review_page.refresh_review_page(vault)
     return decision
 
 
-def _reject(vault: Vault, path: Path, reviewer: str, reason: str) -> Decision:
+def reject_one(vault: Vault, path: Path, reviewer: str, reason: str) -> Decision:
     stamp = clock.stamp()
     after = store.set_status(
         vault,
@@ -357,7 +286,7 @@ def merge(
     with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
-        _not_self(fact, who)
+        refuse_self_review(fact, who)
         stamp = clock.stamp()
         with store.memory_lock(vault):
             mpath, mnote = facts.find_fact(vault, into)
@@ -435,114 +364,6 @@ def edit(
         atomic_write(path, new)
         after = model.fact_from_note(vault, path, notes.read(path))
     return Decision("edited", after, who)
-
-
-def _plan(vault: Vault, path: Path, note: notes.Note, who: str) -> Planned | None:
-    """What applying one bank note would do, or None when it needs nothing."""
-    meta = note.meta
-    fact = model.fact_from_note(vault, path, note)
-    claimed = str(meta.get("author") or "")
-    common: dict[str, Any] = {
-        "id": fact.id,
-        "path": fact.path,
-        "author": fact.author,
-        "type": fact.type,
-        "text": fact.text,
-        "claimed_author": claimed if claimed and claimed != fact.author else None,
-    }
-    if fact.status == "approved" and not meta.get("memory") and not meta.get("memory_id"):
-        _not_self(fact, who)
-        sup = str(meta["supersedes"]) if meta.get("supersedes") else None
-        sup_name = None
-        if sup:
-            try:
-                _p, old = facts.find_fact(vault, sup)
-                sup_name = str(old.meta.get("name") or "")
-            except VaultmemError:
-                sup_name = None
-        return Planned(
-            "approve",
-            scope=choose(facts.Scope, str(meta.get("scope") or "shared"), "scope"),
-            name=fact.name,
-            supersedes=sup,
-            supersedes_name=sup_name,
-            **common,
-        )
-    if fact.status == "rejected" and not meta.get("rejected_at"):
-        _not_self(fact, who)
-        return Planned("reject", reason=_reason(str(meta.get("reason") or "")), **common)
-    return None
-
-
-def apply(
-    vault: Vault,
-    *,
-    reviewer: str | None,
-    acting_agent: str | None = None,
-    dry_run: bool = False,
-    confirm: Callable[[Planned], bool] | None = None,
-) -> ApplyReport:
-    """Carry out the `status: approved` / `status: rejected` a person set in Obsidian.
-
-    Every field it acts on (status, scope, name, supersedes) is in a note an agent can edit
-    too, so each planned action is shown in full and carried out only when `confirm` says
-    yes (the CLI asks, or takes `--yes` after a `--dry-run`). With `dry_run` nothing changes.
-    The author is the agent whose bank folder holds the note, never its frontmatter's claim.
-    A note that cannot be carried out is reported and left as it is; the others still go.
-    """
-    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
-    if confirm is None and not dry_run:
-        raise UsageError(
-            "promote apply needs each action confirmed",
-            "look at: vaultmem promote apply --dry-run, then run it again with --yes (or in a "
-            "terminal, to be asked one by one)",
-        )
-    done: list[Decision] = []
-    problems: list[ApplyProblem] = []
-    planned: list[Planned] = []
-    skipped: list[Planned] = []
-    with store.bank_lock(vault):
-        for path, _owner in store.bank_files(vault):
-            quick = store.read_quick(path)
-            if quick is None or quick[0].get("status") not in ("approved", "rejected"):
-                continue
-            try:
-                note = notes.require_ok(notes.read(path), path)
-                plan = _plan(vault, path, note, who)
-            except VaultmemError as exc:
-                problems.append(ApplyProblem(vault.rel(path), quick[0].get("id", ""), str(exc)))
-                continue
-            if plan is None:
-                continue
-            if dry_run:
-                planned.append(plan)
-                continue
-            assert confirm is not None
-            if not confirm(plan):
-                skipped.append(plan)
-                continue
-            try:
-                fact = model.fact_from_note(vault, path, note)
-                if plan.action == "approve":
-                    done.append(
-                        _approve(
-                            vault,
-                            path,
-                            fact,
-                            who,
-                            scope=plan.scope,
-                            name=None,
-                            description=None,
-                            supersedes=plan.supersedes,
-                        )
-                    )
-                else:
-                    done.append(_reject(vault, path, who, plan.reason or ""))
-            except VaultmemError as exc:
-                problems.append(ApplyProblem(plan.path, plan.id, str(exc)))
-        if done:
-            review_page.refresh_review_page(vault)
-    return ApplyReport(tuple(done), tuple(problems), tuple(planned), dry_run, tuple(skipped))
 
 
 def parse_age(text: str) -> int:

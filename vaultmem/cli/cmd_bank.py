@@ -427,8 +427,8 @@ def apply_(
     """
     import sys
 
-    from vaultmem.bank.review import Planned
-    from vaultmem.bank.review import apply as do_apply
+    from vaultmem.bank.apply import Planned
+    from vaultmem.bank.apply import apply as do_apply
 
     def ask(plan: Planned) -> bool:
         sys.stderr.write(plan.describe() + "\n")

@@ -1,0 +1,196 @@
+"""`promote apply`: carry out what people set in Obsidian (`status: approved` / `rejected`).
+
+Every field it acts on is in a note an agent can edit too, so each action is planned, shown in
+full and carried out only when a person confirms it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vaultmem.bank import model, review_page, store
+from vaultmem.bank.review import (
+    ApplyProblem,
+    Decision,
+    approve_one,
+    reason_text,
+    refuse_self_review,
+    reject_one,
+)
+from vaultmem.core import notes
+from vaultmem.core.choices import choose
+from vaultmem.core.errors import UsageError, VaultmemError
+from vaultmem.core.vault import Vault, resolve_reviewer
+from vaultmem.memory import facts
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One thing `promote apply` would do, with every field it acts on: each of them is in a
+    file an agent can edit, so a person sees them all before anything happens."""
+
+    action: str  # "approve" or "reject"
+    id: str
+    path: str
+    author: str  # from the bank folder the note is in, never from its frontmatter
+    type: str
+    text: str
+    scope: str = "shared"
+    name: str | None = None
+    supersedes: str | None = None
+    supersedes_name: str | None = None  # the memory that would be retired
+    reason: str | None = None
+    claimed_author: str | None = None  # a frontmatter `author:` that is not the folder's
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def describe(self) -> str:
+        lines = [f"{self.action} {self.id} ({self.type} by {self.author}, {self.path})"]
+        if self.action == "approve":
+            lines.append(f"  as a {self.scope} memory named {self.name!r}")
+            if self.supersedes:
+                lines.append(
+                    f"  SUPERSEDES {self.supersedes} ({self.supersedes_name or 'unknown'}),"
+                    " which would be marked superseded"
+                )
+        else:
+            lines.append(f"  reason: {self.reason}")
+        if self.claimed_author:
+            lines.append(
+                f"  note: its frontmatter says author {self.claimed_author!r}; the author is "
+                f"{self.author}, whose bank it is in"
+            )
+        lines += [f"  | {ln}" for ln in self.text.splitlines()]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ApplyReport:
+    """What `promote apply` carried out, and what it could not (left as the person wrote it)."""
+
+    done: tuple[Decision, ...]
+    problems: tuple[ApplyProblem, ...]
+    planned: tuple[Planned, ...] = ()  # under --dry-run: what would be done
+    dry_run: bool = False
+    skipped: tuple[Planned, ...] = ()  # what the person declined when asked
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "done": [d.to_dict() for d in self.done],
+            "problems": [p.to_dict() for p in self.problems],
+            "planned": [p.to_dict() for p in self.planned],
+            "skipped": [p.to_dict() for p in self.skipped],
+            "dry_run": self.dry_run,
+        }
+
+
+def _plan(vault: Vault, path: Path, note: notes.Note, who: str) -> Planned | None:
+    """What applying one bank note would do, or None when it needs nothing."""
+    meta = note.meta
+    fact = model.fact_from_note(vault, path, note)
+    claimed = str(meta.get("author") or "")
+    common: dict[str, Any] = {
+        "id": fact.id,
+        "path": fact.path,
+        "author": fact.author,
+        "type": fact.type,
+        "text": fact.text,
+        "claimed_author": claimed if claimed and claimed != fact.author else None,
+    }
+    if fact.status == "approved" and not meta.get("memory") and not meta.get("memory_id"):
+        refuse_self_review(fact, who)
+        sup = str(meta["supersedes"]) if meta.get("supersedes") else None
+        sup_name = None
+        if sup:
+            try:
+                _p, old = facts.find_fact(vault, sup)
+                sup_name = str(old.meta.get("name") or "")
+            except VaultmemError:
+                sup_name = None
+        return Planned(
+            "approve",
+            scope=choose(facts.Scope, str(meta.get("scope") or "shared"), "scope"),
+            name=fact.name,
+            supersedes=sup,
+            supersedes_name=sup_name,
+            **common,
+        )
+    if fact.status == "rejected" and not meta.get("rejected_at"):
+        refuse_self_review(fact, who)
+        return Planned("reject", reason=reason_text(str(meta.get("reason") or "")), **common)
+    return None
+
+
+def apply(
+    vault: Vault,
+    *,
+    reviewer: str | None,
+    acting_agent: str | None = None,
+    dry_run: bool = False,
+    confirm: Callable[[Planned], bool] | None = None,
+) -> ApplyReport:
+    """Carry out the `status: approved` / `status: rejected` a person set in Obsidian.
+
+    Every field it acts on (status, scope, name, supersedes) is in a note an agent can edit
+    too, so each planned action is shown in full and carried out only when `confirm` says
+    yes (the CLI asks, or takes `--yes` after a `--dry-run`). With `dry_run` nothing changes.
+    The author is the agent whose bank folder holds the note, never its frontmatter's claim.
+    A note that cannot be carried out is reported and left as it is; the others still go.
+    """
+    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
+    if confirm is None and not dry_run:
+        raise UsageError(
+            "promote apply needs each action confirmed",
+            "look at: vaultmem promote apply --dry-run, then run it again with --yes (or in a "
+            "terminal, to be asked one by one)",
+        )
+    done: list[Decision] = []
+    problems: list[ApplyProblem] = []
+    planned: list[Planned] = []
+    skipped: list[Planned] = []
+    with store.bank_lock(vault):
+        for path, _owner in store.bank_files(vault):
+            quick = store.read_quick(path)
+            if quick is None or quick[0].get("status") not in ("approved", "rejected"):
+                continue
+            try:
+                note = notes.require_ok(notes.read(path), path)
+                plan = _plan(vault, path, note, who)
+            except VaultmemError as exc:
+                problems.append(ApplyProblem(vault.rel(path), quick[0].get("id", ""), str(exc)))
+                continue
+            if plan is None:
+                continue
+            if dry_run:
+                planned.append(plan)
+                continue
+            assert confirm is not None
+            if not confirm(plan):
+                skipped.append(plan)
+                continue
+            try:
+                fact = model.fact_from_note(vault, path, note)
+                if plan.action == "approve":
+                    done.append(
+                        approve_one(
+                            vault,
+                            path,
+                            fact,
+                            who,
+                            scope=plan.scope,
+                            name=None,
+                            description=None,
+                            supersedes=plan.supersedes,
+                        )
+                    )
+                else:
+                    done.append(reject_one(vault, path, who, plan.reason or ""))
+            except VaultmemError as exc:
+                problems.append(ApplyProblem(plan.path, plan.id, str(exc)))
+        if done:
+            review_page.refresh_review_page(vault)
+    return ApplyReport(tuple(done), tuple(problems), tuple(planned), dry_run, tuple(skipped))
