@@ -123,8 +123,9 @@ def init_vault(
             created.append(rel)
 
     make("Start.md", template("Start.md"))
-    from vaultmem.bank.review_page import REVIEW_PAGE, review_page_text  # layer 2
+    from vaultmem.bank.review_page import review_page_text  # layer 2
     from vaultmem.bank.store import list_bank
+    from vaultmem.core.vault import REVIEW_PAGE
 
     make(REVIEW_PAGE, review_page_text(list_bank(vault)))
     make("memory/MEMORY.md", template("memory/MEMORY.md"))

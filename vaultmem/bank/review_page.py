@@ -14,10 +14,7 @@ from vaultmem.bank.store import list_bank
 from vaultmem.core import clock
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
-from vaultmem.core.vault import Vault
-
-REVIEW_PAGE = "Review.md"
-
+from vaultmem.core.vault import REVIEW_PAGE, Vault
 
 REVIEW_START = "<!-- vaultmem:pending:start (vaultmem rewrites this list) -->"
 

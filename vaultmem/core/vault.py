@@ -29,6 +29,7 @@ MEMORY_INDEX = "MEMORY.md"
 AGENTS_DIR = "agents"
 NEXUS_DIR = "nexus"
 IDENTITY = "IDENTITY.md"
+REVIEW_PAGE = "Review.md"  # the review page for people (bank/review_page.py)
 
 
 def validate_name(name: str, what: str = "agent") -> str:

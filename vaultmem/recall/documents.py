@@ -17,7 +17,7 @@ from typing import Any
 
 from vaultmem.core import notes
 from vaultmem.core.choices import values
-from vaultmem.core.vault import Vault
+from vaultmem.core.vault import REVIEW_PAGE, Vault
 
 BINARY_SNIFF = 8192
 
@@ -98,6 +98,20 @@ def kind_of(rel: str) -> tuple[str, str]:
             return "bank", agent
         return "note", agent
     return "note", ""
+
+
+# pages vaultmem writes for people (Review.md lists every agent's pending facts): indexed for
+# a person's recall, never returned to an agent
+PEOPLE_PAGES = frozenset({REVIEW_PAGE})
+PEOPLE = "people"
+
+
+def owner_of(rel: str) -> str:
+    """Whose a document is: an agent's (its own folder), `people` (pages for people), or `-`
+    (shared with every agent). An agent's recall sees its own and the shared ones only."""
+    if rel in PEOPLE_PAGES:
+        return PEOPLE
+    return kind_of(rel)[1] or "-"
 
 
 def read_prefix(path: Path, limit: int) -> tuple[bytes, bool]:

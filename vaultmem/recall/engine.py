@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.core.vault import Vault
-from vaultmem.recall.documents import Doc, kind_of
+from vaultmem.recall.documents import Doc, owner_of
 from vaultmem.recall.manifest import CURRENT, index_dir, load_manifest
 
 # text fields searched by plain words, with their query-time boosts
@@ -201,7 +201,7 @@ def fields(doc: Doc, n: int) -> dict[str, Any]:
         "hidden": "1" if doc.hidden else "0",
         "unit": doc.unit,
         # whose notes these are: an agent's own folder, or "-" for what every agent shares
-        "owner": kind_of(doc.path)[1] or "-",
+        "owner": owner_of(doc.path),
     }
     for name in ("desc", "tags", "type", "agent", "date", "status", "id", "valid_until"):
         value = getattr(doc, name)

@@ -25,7 +25,7 @@ from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import lock_path
 from vaultmem.core.vault import Vault
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7  # 7: pages for people get their own owner
 
 
 INDEX_DIR = "index"
