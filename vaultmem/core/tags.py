@@ -22,7 +22,7 @@ def is_tag(text: str) -> bool:
 
 def clean_tag(tag: str) -> str:
     """A tag as written: `#Payments` → `Payments`; UsageError (exit 2) if it is not one."""
-    clean = tag.strip().removeprefix("#")
+    clean = tag.removeprefix("#")  # no stripping: "ok\n" is not a tag
     if not is_tag(clean):
         raise UsageError(
             f"invalid tag {tag!r}",

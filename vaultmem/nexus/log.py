@@ -249,7 +249,9 @@ def append(
             f"create one with: vaultmem keys create --agent {agent}",
         )
     path = log_file(vault, log)
-    vault.path(vault.rel(path))  # safe-path check (symlinks out of the vault)
+    # every state path this append touches is checked before anything is written
+    journal_path(vault, log)
+    heads_path(vault, log)
     timeout = vault.config.log.lock_timeout
     with exclusive(lock_for(vault, log), timeout, what=f"{path.name}"):
         heads = current_heads(vault, log)
