@@ -20,7 +20,10 @@ from vaultmem.cli.base import (
 
 
 @commands.command(
-    epilog=example("vaultmem init my-vault --agent ella --agent lyra --reviewer chiara"),
+    epilog=example(
+        "vaultmem init my-vault --agent ella --agent lyra --reviewer chiara",
+        "vaultmem init my-vault --agent ella --reviewer chiara --git",
+    ),
 )
 def init(
     path: Annotated[
@@ -37,6 +40,10 @@ def init(
     language: Annotated[
         str | None, typer.Option(help="Language of the notes (en, it, ...).", show_default=False)
     ] = None,
+    with_git: Annotated[
+        bool,
+        typer.Option("--git", help="Also make it a git repository, ready for vaultmem sync."),
+    ] = False,
     vault: VaultOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -49,8 +56,14 @@ def init(
 
     target = path or vault or Path.cwd()
     result = init_vault(target, agents=agents or [], reviewers=reviewers or [], language=language)
+    git_note = None
+    if with_git:
+        from vaultmem.app.sync import init_git
+        from vaultmem.core.vault import Vault
+
+        git_note = init_git(Vault.open(Path(result.root)))
     if as_json:
-        emit_json(result.__dict__)
+        emit_json({**result.__dict__, "git": git_note})
         return
     verb = "Updated" if result.existed else "Created"
     emit(f"{verb} vault at {result.root}")
@@ -60,6 +73,8 @@ def init(
         emit("  (nothing was missing)")
     if result.adopted_notes and not result.existed:
         emit(f"  adopted {result.adopted_notes} existing note(s); vaultmem leaves them as they are")
+    if git_note:
+        emit(f"  git: {git_note}")
 
 
 @commands.command(

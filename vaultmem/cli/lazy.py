@@ -47,6 +47,9 @@ COMMANDS: dict[str, str] = {
     "recall": "cmd_recall",
     "index": "cmd_recall",
     "watch": "cmd_recall",
+    "sync": "cmd_sync",
+    "clone": "cmd_sync",
+    "merge-file": "cmd_sync",
 }
 
 

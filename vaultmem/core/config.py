@@ -85,6 +85,11 @@ class BankSettings:
 
 
 @dataclass(frozen=True)
+class SyncSettings:
+    pull: str = setting("merge", choices=("merge", "rebase"))  # how `vaultmem sync` pulls
+
+
+@dataclass(frozen=True)
 class Config:
     """The parsed `vaultmem.toml` of one vault."""
 
@@ -99,6 +104,7 @@ class Config:
     recall: RecallSettings = field(default_factory=RecallSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     bank: BankSettings = field(default_factory=BankSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
 
 
 def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
@@ -170,6 +176,12 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(
             f"{path}: not valid TOML: {exc}", "fix the file or run vaultmem init"
         ) from exc
+    unknown = sorted(set(raw) - set(Config.__dataclass_fields__))
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key(s): {', '.join(unknown)}",
+            f"known: {', '.join(sorted(Config.__dataclass_fields__))}",
+        )
     language = raw.get("language", "en")
     if language not in SUPPORTED_LANGUAGES:
         raise ConfigError(
@@ -201,6 +213,7 @@ def parse_config(text: str, path: Path) -> Config:
         recall=_section(RecallSettings, raw.get("recall"), "recall", path),
         llm=_section(LLMSettings, raw.get("llm"), "llm", path),
         bank=_section(BankSettings, raw.get("bank"), "bank", path),
+        sync=_section(SyncSettings, raw.get("sync"), "sync", path),
     )
 
 

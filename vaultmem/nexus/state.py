@@ -50,7 +50,7 @@ def state_sections(text: str) -> list[tuple[str, str]]:
     """(title, body) of each `## ` section, skipping headings inside code fences."""
     lines = text.splitlines()
     out: list[tuple[str, str]] = []
-    for title, start, end in _section_spans(lines):
+    for title, start, end in section_spans(lines):
         out.append((title, "\n".join(lines[start + 1 : end]).strip()))
     return out
 
@@ -89,7 +89,7 @@ def _fenced(lines: list[str]) -> set[int]:
     return inside
 
 
-def _section_spans(lines: list[str]) -> list[tuple[str, int, int]]:
+def section_spans(lines: list[str]) -> list[tuple[str, int, int]]:
     """(title, heading line index, end index exclusive) for each `## ` section."""
     heads: list[tuple[int, str, int]] = []  # index, title, level
     start = 0
@@ -175,7 +175,7 @@ def set_state_section(vault: Vault, agent: str, section: str, text: str) -> Stat
         old = read_text(path, what="project state")
         newline = "\r\n" if "\r\n" in old else "\n"
         lines = old.replace("\r\n", "\n").split("\n")
-        spans = _section_spans(lines)
+        spans = section_spans(lines)
         match = next(((t, s, e) for t, s, e in spans if t.strip().lower() == section.lower()), None)
         new_part = ["", *(body.split("\n") if body else []), ""]
         if match is None:
