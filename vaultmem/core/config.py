@@ -79,6 +79,24 @@ class BankSettings:
 
 
 @dataclass(frozen=True)
+class AlertSettings:
+    window: str = "7d"  # open alerts older than this leave the read pack (a duration)
+
+
+@dataclass(frozen=True)
+class WorkingSettings:
+    ttl: str = "24h"  # default time to live of a working-memory item ("never": none)
+    keep: int = 20  # recent turns a thread keeps when `wm push` has no --keep
+    max_value: int = 2000  # characters
+
+
+@dataclass(frozen=True)
+class ReceiptSettings:
+    max_bytes: int = 1_000_000  # a receipts file is rotated past this size
+    keep: int = 10  # rotated receipts files kept per agent
+
+
+@dataclass(frozen=True)
 class Config:
     """The parsed `vaultmem.toml` of one vault."""
 
@@ -93,6 +111,9 @@ class Config:
     recall: RecallSettings = field(default_factory=RecallSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     bank: BankSettings = field(default_factory=BankSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
+    working: WorkingSettings = field(default_factory=WorkingSettings)
+    receipts: ReceiptSettings = field(default_factory=ReceiptSettings)
 
 
 def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
@@ -117,6 +138,35 @@ def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
                 "fix the value in vaultmem.toml",
             )
     return cls(**raw)
+
+
+def _check_values(config: Config, path: Path) -> Config:
+    """Values that have a grammar or a range, beyond their TOML type."""
+    from vaultmem.core.clock import parse_duration
+    from vaultmem.core.errors import UsageError
+
+    durations = (
+        ("alerts", "window", config.alerts.window, False),
+        ("working", "ttl", config.working.ttl, True),
+    )
+    for table, key, value, never in durations:
+        try:
+            parse_duration(value, f"[{table}] {key}", allow_never=never)
+        except UsageError as exc:
+            raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
+    positive = (
+        ("working", "keep", config.working.keep),
+        ("working", "max_value", config.working.max_value),
+        ("receipts", "max_bytes", config.receipts.max_bytes),
+        ("receipts", "keep", config.receipts.keep),
+    )
+    for table, key, number in positive:
+        if number < 1:
+            raise ConfigError(
+                f"{path}: [{table}] {key} must be 1 or more, got {number}",
+                "fix the value in vaultmem.toml",
+            )
+    return config
 
 
 def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
@@ -152,7 +202,7 @@ def parse_config(text: str, path: Path) -> Config:
             f"{path}: format must be a whole number >= 0, got {fmt!r}",
             "vaultmem upgrade sets it; remove the line to start from 0",
         )
-    return Config(
+    config = Config(
         agents=_names(raw.get("agents"), "agents", path),
         format=fmt,
         reviewers=_names(raw.get("reviewers"), "reviewers", path),
@@ -164,7 +214,11 @@ def parse_config(text: str, path: Path) -> Config:
         recall=_section(RecallSettings, raw.get("recall"), "recall", path),
         llm=_section(LLMSettings, raw.get("llm"), "llm", path),
         bank=_section(BankSettings, raw.get("bank"), "bank", path),
+        alerts=_section(AlertSettings, raw.get("alerts"), "alerts", path),
+        working=_section(WorkingSettings, raw.get("working"), "working", path),
+        receipts=_section(ReceiptSettings, raw.get("receipts"), "receipts", path),
     )
+    return _check_values(config, path)
 
 
 def set_toml_key(text: str, key: str, literal: str, path: Path) -> str:

@@ -20,18 +20,19 @@ from vaultmem.core.errors import (
 )
 
 STATE_DIR = ".vaultmem"
-AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+AGENT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 
 MEMORY_DIR = "memory"
 MEMORY_INDEX = "MEMORY.md"
 AGENTS_DIR = "agents"
+PEOPLE_DIR = "people"
 NEXUS_DIR = "nexus"
 IDENTITY = "IDENTITY.md"
 
 
 def validate_name(name: str, what: str = "agent") -> str:
     """Agent and reviewer names: lowercase letters, digits, `-`, `_`; at most 40 characters."""
-    if not AGENT_NAME_RE.match(name):
+    if not AGENT_NAME_RE.fullmatch(name):
         raise UsageError(
             f"invalid {what} name {name!r}",
             "use lowercase letters, digits, '-' and '_' (at most 40, starting with a letter or digit)",
@@ -144,6 +145,14 @@ class Vault:
     def checkpoint(self, agent: str) -> Path:
         return self.agent_dir(agent) / "checkpoint.md"
 
+    def working(self, agent: str) -> Path:
+        """The agent's working memory (private scratch with a time to live)."""
+        return self.agent_dir(agent) / "working.md"
+
+    def person_dir(self, name: str) -> Path:
+        """`people/<name>/`: a reviewer's public signing keys."""
+        return self.path(f"{PEOPLE_DIR}/{validate_name(name, 'reviewer')}")
+
     @property
     def nexus(self) -> Path:
         return self.root / NEXUS_DIR
@@ -170,7 +179,7 @@ class Vault:
             for child in sorted(folder.iterdir()):
                 if (
                     child.name not in found
-                    and AGENT_NAME_RE.match(child.name)
+                    and AGENT_NAME_RE.fullmatch(child.name)
                     and (child / IDENTITY).is_file()
                 ):
                     found.append(child.name)

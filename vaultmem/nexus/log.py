@@ -34,6 +34,7 @@ from vaultmem.nexus.entry import (
     render,
     validate_channel,
     validate_id,
+    validate_recipients,
     validate_type,
 )
 
@@ -44,6 +45,15 @@ class AppendResult:
     path: str  # vault-relative file
     redactions: tuple[Any, ...] = ()  # secrets.Finding, one per redacted credential
     warnings: tuple[str, ...] = ()
+    duplicate_of: str | None = None  # an alert already open: nothing written, `entry` is it
+    seen_again: int = 0  # with duplicate_of: how many times it was raised again so far
+
+    def to_dict(self) -> dict[str, Any]:
+        """`append --json`: the entry; for a repeated alert, the open one it repeats."""
+        data = self.entry.to_dict()
+        if self.duplicate_of is not None:
+            data.update(duplicate_of=self.duplicate_of, seen_again=self.seen_again)
+        return data
 
 
 def log_file(vault: Vault, log: str) -> Path:
@@ -202,39 +212,96 @@ def append(
     type_: str = "note",
     body: str = "",
     acks: tuple[str, ...] | list[str] = (),
+    to: tuple[str, ...] | list[str] = (),
     log: str = "live",
     extra: dict[str, Any] | None = None,
     time: str | None = None,
 ) -> AppendResult:
-    """Append one signed entry; return it once it is on disk (fsynced) and in the journal."""
+    """Append one signed entry; return it once it is on disk (fsynced) and in the journal.
+
+    `to` addresses it to agents (or `("all",)`). An `alert` whose text matches an open alert
+    is not written: the result names the open one (`duplicate_of`) and counts the sighting.
+    """
     agent = vault.require_agent(agent)
+    return write_entry(
+        vault,
+        agent,
+        summary,
+        channel=channel,
+        type_=type_,
+        body=body,
+        acks=acks,
+        to=to,
+        log=log,
+        extra=extra,
+        time=time,
+    )
+
+
+def write_entry(
+    vault: Vault,
+    author: str,
+    summary: str,
+    *,
+    channel: str = "general",
+    type_: str = "note",
+    body: str = "",
+    acks: tuple[str, ...] | list[str] = (),
+    to: tuple[str, ...] | list[str] = (),
+    log: str = "live",
+    extra: dict[str, Any] | None = None,
+    time: str | None = None,
+    person: bool = False,
+) -> AppendResult:
+    """`append` for an author already checked: an agent, or (`person`) a reviewer."""
     validate_channel(channel)
     validate_type(type_)
     acks = tuple(dict.fromkeys(validate_id(a) for a in acks))
     if type_ == "ack" and not acks:
         raise UsageError("an `ack` entry needs the id it acknowledges", "pass --ack ID")
-    if time is not None and not TIME_RE.match(time):
+    if time is not None and not TIME_RE.fullmatch(time):
         raise UsageError(f"invalid entry time {time!r}", "use UTC like 2026-11-29T15:20:01.123Z")
+    recipients = validate_recipients(to, author, vault.known_agents()) if to else ()
+    if recipients and log != "live":
+        raise UsageError("only live-log entries can be addressed", "drop --to")
     summary, body, found = prepare_text(vault, summary, body)
     warnings = unknown_acks(vault, acks) if acks else []
     from vaultmem.nexus import signing
 
-    signer = signing.signer_for(vault, agent)
+    signer = signing.signer_for(vault, author)
     if signer is None and vault.config.log.require_signatures:
+        who = "reviewer" if person else "agent"
         raise SigningKeyMissingError(
-            f"agent {agent} has no signing key on this machine, and this vault refuses unsigned entries",
-            f"create one with: vaultmem keys create --agent {agent}",
+            f"{who} {author} has no signing key on this machine, and this vault refuses unsigned entries",
+            f"create one with: vaultmem keys create --{who} {author}",
         )
     path = log_file(vault, log)
     vault.path(vault.rel(path))  # safe-path check (symlinks out of the vault)
     timeout = vault.config.log.lock_timeout
+    extra = dict(extra or {})
     with exclusive(lock_for(vault, log), timeout, what=f"{path.name}"):
+        if type_ == "alert" and log == "live":
+            # decided under the log's lock: two agents raising the same alert at once get one
+            from vaultmem.nexus import alerts
+
+            seen = alerts.check_repeat(vault, author, summary)
+            if seen.open is not None:
+                return AppendResult(
+                    seen.open,
+                    vault.rel(path),
+                    found,
+                    tuple(warnings),
+                    duplicate_of=seen.open.id,
+                    seen_again=seen.count,
+                )
+            if seen.resolved is not None:
+                extra["reraises"] = seen.resolved
         heads = current_heads(vault, log)
-        last_seq, last_hash = heads.get(agent, [0, None])
+        last_seq, last_hash = heads.get(author, [0, None])
         seq = int(last_seq) + 1
         entry = Entry(
-            id=entry_id(agent, seq, log),
-            agent=agent,
+            id=entry_id(author, seq, log),
+            agent=author,
             seq=seq,
             time=time or clock.stamp_ms(),
             channel=channel,
@@ -242,7 +309,8 @@ def append(
             summary=summary,
             body=body,
             acks=acks,
-            extra=dict(extra or {}),
+            to=recipients,
+            extra=extra,
             log=log,
             prev=last_hash,
             key=signer.key_id if signer else None,
@@ -250,7 +318,7 @@ def append(
         digest = entry.compute_hash()
         entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
         _write_entry(vault, log, path, entry)
-        heads[agent] = [seq, digest]
+        heads[author] = [seq, digest]
         save_heads(vault, log, file_stamp(path), heads)
     # The journal is written after the lock is released: one O_APPEND write of one line, so
     # concurrent writers never interleave, and the log's lock is held for one fsync, not two.
@@ -273,6 +341,11 @@ def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
                 break
         if not wanted:
             break
+    if wanted and any(".d" not in a for a in wanted):
+        # an open item can be older than the window (a buried handoff): the index knows it
+        from vaultmem.nexus import coord
+
+        wanted -= set(coord.load(vault).items)
     return [
         f"--ack {a}: no such entry among the last {ACK_WINDOW} entries (written anyway)"
         for a in acks
