@@ -162,7 +162,10 @@ def resolve(
     reviewer when `person`)."""
     from vaultmem.nexus import log
 
-    author = require_person(vault, author) if person else vault.require_agent(author)
+    if person:
+        require_person(vault, author)
+    else:
+        vault.require_agent(author)
     validate_id(target)
     if ".d" in target:
         raise UsageError(f"{target} is a decision", "a decision is replaced with --supersedes")
@@ -184,7 +187,7 @@ def resolve(
     summary = f"Resolved {target}: {found.summary}"
     if len(summary) > limit:
         summary = summary[: limit - 1] + "…"
-    result = log.write_entry(
+    result = log.append(
         vault,
         author,
         summary,

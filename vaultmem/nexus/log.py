@@ -216,44 +216,20 @@ def append(
     log: str = "live",
     extra: dict[str, Any] | None = None,
     time: str | None = None,
+    person: bool = False,
 ) -> AppendResult:
     """Append one signed entry; return it once it is on disk (fsynced) and in the journal.
 
     `to` addresses it to agents (or `("all",)`). An `alert` whose text matches an open alert
     is not written: the result names the open one (`duplicate_of`) and counts the sighting.
+    `person`: the writer is a reviewer (a person with a key), not an agent (`resolve`).
     """
-    agent = vault.require_agent(agent)
-    return write_entry(
-        vault,
-        agent,
-        summary,
-        channel=channel,
-        type_=type_,
-        body=body,
-        acks=acks,
-        to=to,
-        log=log,
-        extra=extra,
-        time=time,
-    )
+    if person:
+        from vaultmem.nexus.alerts import require_person
 
-
-def write_entry(
-    vault: Vault,
-    author: str,
-    summary: str,
-    *,
-    channel: str = "general",
-    type_: str = "note",
-    body: str = "",
-    acks: tuple[str, ...] | list[str] = (),
-    to: tuple[str, ...] | list[str] = (),
-    log: str = "live",
-    extra: dict[str, Any] | None = None,
-    time: str | None = None,
-    person: bool = False,
-) -> AppendResult:
-    """`append` for an author already checked: an agent, or (`person`) a reviewer."""
+        agent = require_person(vault, agent)
+    else:
+        agent = vault.require_agent(agent)
     validate_channel(channel)
     validate_type(type_)
     acks = tuple(dict.fromkeys(validate_id(a) for a in acks))
@@ -261,19 +237,19 @@ def write_entry(
         raise UsageError("an `ack` entry needs the id it acknowledges", "pass --ack ID")
     if time is not None and not TIME_RE.fullmatch(time):
         raise UsageError(f"invalid entry time {time!r}", "use UTC like 2026-11-29T15:20:01.123Z")
-    recipients = validate_recipients(to, author, vault.known_agents()) if to else ()
+    recipients = validate_recipients(to, agent, vault.known_agents()) if to else ()
     if recipients and log != "live":
         raise UsageError("only live-log entries can be addressed", "drop --to")
     summary, body, found = prepare_text(vault, summary, body)
     warnings = unknown_acks(vault, acks) if acks else []
     from vaultmem.nexus import signing
 
-    signer = signing.signer_for(vault, author)
+    signer = signing.signer_for(vault, agent)
     if signer is None and vault.config.log.require_signatures:
         who = "reviewer" if person else "agent"
         raise SigningKeyMissingError(
-            f"{who} {author} has no signing key on this machine, and this vault refuses unsigned entries",
-            f"create one with: vaultmem keys create --{who} {author}",
+            f"{who} {agent} has no signing key on this machine, and this vault refuses unsigned entries",
+            f"create one with: vaultmem keys create --{who} {agent}",
         )
     path = log_file(vault, log)
     vault.path(vault.rel(path))  # safe-path check (symlinks out of the vault)
@@ -284,7 +260,7 @@ def write_entry(
             # decided under the log's lock: two agents raising the same alert at once get one
             from vaultmem.nexus import alerts
 
-            seen = alerts.check_repeat(vault, author, summary)
+            seen = alerts.check_repeat(vault, agent, summary)
             if seen.open is not None:
                 return AppendResult(
                     seen.open,
@@ -297,11 +273,11 @@ def write_entry(
             if seen.resolved is not None:
                 extra["reraises"] = seen.resolved
         heads = current_heads(vault, log)
-        last_seq, last_hash = heads.get(author, [0, None])
+        last_seq, last_hash = heads.get(agent, [0, None])
         seq = int(last_seq) + 1
         entry = Entry(
-            id=entry_id(author, seq, log),
-            agent=author,
+            id=entry_id(agent, seq, log),
+            agent=agent,
             seq=seq,
             time=time or clock.stamp_ms(),
             channel=channel,
@@ -318,7 +294,7 @@ def write_entry(
         digest = entry.compute_hash()
         entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
         _write_entry(vault, log, path, entry)
-        heads[author] = [seq, digest]
+        heads[agent] = [seq, digest]
         save_heads(vault, log, file_stamp(path), heads)
     # The journal is written after the lock is released: one O_APPEND write of one line, so
     # concurrent writers never interleave, and the log's lock is held for one fsync, not two.
