@@ -1,0 +1,130 @@
+"""Integrity commands: keys (create, list), verify, repair."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from vaultmem.cli.base import (
+    AgentOpt,
+    JsonOpt,
+    VaultOpt,
+    commands,
+    emit,
+    emit_json,
+    example,
+    open_vault,
+)
+
+keys_app = typer.Typer(
+    help="Signing keys: `keys create` (new key pair), `keys list`.",
+    no_args_is_help=True,
+    epilog=example("vaultmem keys create --agent ella", "vaultmem keys list"),
+)
+commands.add_typer(keys_app, name="keys")
+
+
+@keys_app.command(
+    "create",
+    epilog=example("vaultmem keys create --agent ella", "vaultmem keys create --reviewer chiara"),
+)
+def keys_create(
+    reviewer: Annotated[
+        str | None,
+        typer.Option(
+            "--reviewer",
+            help="A key for this person instead (people/<name>/keys.md), to sign `resolve`.",
+            show_default=False,
+        ),
+    ] = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make a new Ed25519 key pair for an agent: the private key in VAULTMEM_HOME (mode 0600),
+    the public key in agents/<agent>/keys.md. Old keys stay listed so old entries verify."""
+    from vaultmem.nexus.signing import create_key
+
+    v = open_vault(vault)
+    if reviewer is not None:
+        from vaultmem.nexus.alerts import require_person
+
+        info = create_key(v, require_person(v, reviewer))
+    else:
+        info = create_key(v, v.require_agent(agent))
+    if as_json:
+        emit_json(info.to_dict())
+    else:
+        emit(f"{info.key_id} for {info.agent}")
+        emit(f"  public key:  {info.public_path} (in the vault)")
+        emit(f"  private key: {info.private_path} (this machine only; never share it)")
+
+
+@keys_app.command("list", epilog=example("vaultmem keys list", "vaultmem keys list --json"))
+def keys_list(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Every registered public key, and whether this machine holds its private half."""
+    from vaultmem.nexus.signing import private_key_path, public_keys
+
+    v = open_vault(vault)
+    keys = [k for k in public_keys(v).values() if agent is None or k.agent == agent]
+    rows = [
+        {**k.to_dict(), "private_here": private_key_path(k.agent, k.key_id).is_file()} for k in keys
+    ]
+    if as_json:
+        emit_json({"keys": rows})
+        return
+    if not rows:
+        emit("no keys yet; create one with: vaultmem keys create --agent NAME")
+    for r in rows:
+        here = "private key here" if r["private_here"] else "no private key here"
+        emit(f"{r['agent']:<12} {r['key_id']}  created {r['created'] or '?'}  ({here})")
+
+
+@commands.command(epilog=example("vaultmem verify", "vaultmem verify --json"))
+def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Check the logs (hashes, chains, signatures, gaps) and the memory notes.
+
+    Exit 5 and a report naming every edited, forged, reordered or missing entry.
+    """
+    from vaultmem.nexus.verify import verify as do_verify
+
+    v = open_vault(vault)
+    report = do_verify(v)
+    from vaultmem.app.status import identity_problems, memory_problems
+
+    other = [p for p in identity_problems(v) + memory_problems(v)]
+    if as_json:
+        data = report.to_dict()
+        data["notes"] = [p.to_dict() for p in other]
+        data["ok"] = report.ok and not other
+        emit_json(data)
+    else:
+        from vaultmem.cli.output_log import print_verify
+
+        print_verify(report, other)
+    if not report.ok or other:
+        raise typer.Exit(5)
+
+
+@commands.command(epilog=example("vaultmem repair", "vaultmem repair --json"))
+def repair(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Restore log entries an editor lost (from the journal, in time order), put back edited
+    entries, set torn text aside; say what was done. Exit 5 if problems remain."""
+    from vaultmem.nexus.repair import repair as do_repair
+
+    report = do_repair(open_vault(vault))
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        for action in report.actions:
+            emit(action)
+        if not report.actions:
+            emit("nothing to repair")
+        if report.after.problems:
+            from vaultmem.cli.output_log import print_verify
+
+            emit("still wrong (cannot be restored from this machine's journal):")
+            print_verify(report.after, [])
+    if report.after.problems:
+        raise typer.Exit(5)
