@@ -15,6 +15,7 @@ from vaultmem.app.sections import Section, fence
 from vaultmem.core import clock
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
+from vaultmem.nexus.coord import Item
 
 if TYPE_CHECKING:
     from vaultmem.nexus.coord import Index
@@ -57,6 +58,10 @@ def log_sections(
     others: list[entry.Entry] = []
     own: list[entry.Entry] = []
     acked: set[str] = set()
+    # per acked id: {agent: its ack}, and resolutions, as far as the scan went; the acks of an
+    # entry come after it, so for every entry listed here they are complete
+    ackers: dict[str, dict[str, str]] = {}
+    resolutions: dict[str, dict[str, Any]] = {}
     reached = cursor is None  # a first read shows the latest window
     more = False
     elsewhere = 0
@@ -78,6 +83,10 @@ def log_sections(
         for a in e.acks:
             if _author(a) != e.agent:
                 acked.add(a)
+                ackers.setdefault(a, {})[e.agent] = e.id  # read backwards: the first one wins
+        target = e.extra.get("resolves") if e.type == entry.EntryType.RESOLVE else None
+        if isinstance(target, str):
+            resolutions[target] = {"id": e.id, "by": e.agent, "time": e.time, "why": e.body}
         others_done = (
             reached or more or (cursor is None and len(others) >= settings.max_new_entries)
         )
@@ -90,6 +99,8 @@ def log_sections(
     def shown(e: entry.Entry) -> tuple[dict[str, Any], str]:
         """The entry as JSON with its status, and its line in the pack."""
         item = index.get(e.id) if index is not None else None
+        if item is None and e.to:  # closed for everyone, so dropped from the index
+            item = Item(e, ackers.get(e.id, {}), resolutions.get(e.id), "")
         if item is not None:  # addressed, or an alert: the index knows its status
             waiting = agent in item.waiting_for(agents)
             data = {**e.to_dict(), "awaiting_ack": waiting, **item.status(agents)}
