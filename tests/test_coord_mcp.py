@@ -53,7 +53,7 @@ def test_inbox_acks_alerts_and_resolve_over_mcp(vault: Path) -> None:
     items = payload(box)["items"]
     assert [i["id"] for i in items] == [h["id"]] and items[0]["waiting_for"] == ["ella"]
     sections = payload(pack)["sections"]
-    assert list(sections)[0] == "inbox" and h["id"] in sections["inbox"]["text"]
+    assert next(iter(sections)) == "inbox" and h["id"] in sections["inbox"]["text"]
     open_alerts = {x["id"]: x for x in payload(alerts)["alerts"]}
     assert open_alerts[a["id"]]["seen_again"] == 1
     assert payload(ack)["acks"] == [h["id"]]

@@ -72,7 +72,7 @@ def test_a_buried_handoff_stays_in_the_pack_until_its_recipient_acks(
     else:
         bulk_append(vault, "nova", after)
     first = pack(vault, "ella")
-    assert list(first["sections"])[0] == "inbox"
+    assert next(iter(first["sections"])) == "inbox"
     assert pack_inbox(first) == [handoff]
     assert first["sections"]["new_entries"]["data"]["more"] is True  # the window was capped
     assert handoff not in [e["id"] for e in first["sections"]["new_entries"]["data"]["entries"]]
@@ -81,7 +81,7 @@ def test_a_buried_handoff_stays_in_the_pack_until_its_recipient_acks(
     assert pack_inbox(again) == [handoff] and inbox_ids(vault, "ella") == [handoff]
     text = cli(vault, "read", "--agent", "ella").stdout
     assert text.index("## Your inbox (1 open)") < text.index("## Identity of ella")
-    assert f"--ack ID --agent ella" in text and f"[{handoff}]" in text
+    assert "--ack ID --agent ella" in text and f"[{handoff}]" in text
     # other agents' acks do not count for ella
     append(vault, "nova", "seen it", "--type", "ack", "--ack", handoff)
     assert pack_inbox(pack(vault, "ella")) == [handoff]
