@@ -68,9 +68,10 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     def read(
         query: str | None = None, budget: int | None = None, peek: bool = False
     ) -> dict[str, Any]:
-        """The session-start pack for this agent: identity, active decisions, your checkpoint,
-        log entries from other agents since your last read, project state, memory indexes and
-        your facts pending review. Call it before answering. `query` adds recall hits;
+        """The session-start pack for this agent: your inbox (what is open for you, first),
+        identity, active decisions, your checkpoint and working memory, open alerts, log entries
+        from other agents since your last read, project state, memory indexes and your facts
+        pending review. Call it before answering. `query` adds recall hits;
         `budget` caps the pack in tokens; `peek` leaves the new entries unread."""
         from vaultmem.app.pack import commit_cursor, read_pack, record_receipt
 
