@@ -79,12 +79,15 @@ class Working:
         return {"agent": self.agent, "path": self.path, "items": [i.to_dict() for i in self.items]}
 
 
-def validate_name(value: str, what: str) -> str:
+def validate_name(value: str, what: str, *, written: bool = False) -> str:
+    """A key or thread name, in full; one about to be `written` must not hold a credential."""
     if not NAME_RE.fullmatch(value):
         raise UsageError(
             f"invalid {what} {value!r}",
             "letters, digits and _ . : / - (at most 64), starting with a letter or digit",
         )
+    if not written:
+        return value
     from vaultmem.core.secrets import scan
 
     if scan(value):
@@ -253,9 +256,9 @@ def wm_set(
     """Hold `value` under `key` (replacing the key's value in place). Returns the item and the
     secrets redacted from the value."""
     agent = vault.require_agent(agent)
-    validate_name(key, "key")
+    validate_name(key, "key", written=True)
     if thread is not None:
-        validate_name(thread, "thread")
+        validate_name(thread, "thread", written=True)
     value, found = _value(vault, value)
     expires = _expires(vault, ttl)
     item = Item(ItemKind.KEY, thread, key, value, clock.stamp(), expires)
@@ -318,7 +321,7 @@ def wm_push(
     many older turns were dropped, and the secrets redacted."""
     agent = vault.require_agent(agent)
     if thread is not None:
-        validate_name(thread, "thread")
+        validate_name(thread, "thread", written=True)
     keep = vault.config.working.keep if keep is None else keep
     if not 1 <= keep <= KEEP_MAX:
         raise UsageError(f"--keep {keep} is out of range", f"keep 1 to {KEEP_MAX} turns")
