@@ -14,6 +14,7 @@ Last, working memory: `wm set` and `wm get` as whole processes, next to `python 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -98,58 +99,51 @@ def inbox_bench(args: argparse.Namespace) -> None:
         init_vault(base / "vault", agents=AGENTS, reviewers=["chiara"])
         generate_inbox(base / "vault", args.open, n, reader)
         runs[n] = (base / "vault", env)
-    results: dict[str, float] = {}
+    cmds: dict[int, dict[str, list[str]]] = {}
     for n, (root, env) in runs.items():
-        cmd = [py, "-m", "vaultmem", "read", "--vault", str(root), "--agent", reader, "--json"]
+        base = ["--vault", str(root), "--agent", reader]
+        cmd = [py, "-m", "vaultmem", "read", *base, "--json"]
         start = time.perf_counter()
         out = subprocess.run(cmd, env=env, check=True, capture_output=True).stdout
         took = (time.perf_counter() - start) * 1000
-        import json
-
         count = json.loads(out)["sections"]["inbox"]["data"]["count"]
         assert count == args.open, count
         print(f"first read, builds the coordination index, {n:,} entries: {took:7.1f} ms")
-        peek = [*cmd[:-1], "--peek"]
-        results[f"read, {args.open:,} open inbox items, {n:,} entries"] = median_ms(
-            [timed(peek, env) for _ in range(args.runs)]
-        )
-        later = []
-        for _ in range(args.runs):
-            subprocess.run(
-                [py, "-m", "vaultmem", "append", "new", "--vault", str(root), "--agent", "agent5"],
-                env=env,
-                check=True,
-                capture_output=True,
-            )
-            later.append(timed(cmd[:-1], env))
-        results[f"read after 1 new entry, {args.open:,} open, {n:,} entries"] = median_ms(later)
-        results[f"inbox --json, {args.open:,} open, {n:,} entries"] = median_ms(
-            [
-                timed(
-                    [
-                        py,
-                        "-m",
-                        "vaultmem",
-                        "inbox",
-                        "--vault",
-                        str(root),
-                        "--agent",
-                        reader,
-                        "--json",
-                    ],
-                    env,
-                )
-                for _ in range(args.runs)
-            ]
+        cmds[n] = {
+            "read --peek": [*cmd, "--peek"],
+            "read after 1 new entry": cmd,
+            "inbox --json": [py, "-m", "vaultmem", "inbox", *base, "--json"],
+        }
+    samples: dict[tuple[str, int], list[float]] = {}
+    append = [py, "-m", "vaultmem", "append", "new", "--agent", "agent5", "--vault"]
+    for _ in range(args.runs):  # interleaved, so that a busy moment hits both sizes alike
+        for n, (root, env) in runs.items():
+            for what, cmd in cmds[n].items():
+                if what == "read after 1 new entry":
+                    subprocess.run([*append, str(root)], env=env, check=True, capture_output=True)
+                samples.setdefault((what, n), []).append(timed(cmd, env))
+    results = {
+        f"{what}, {args.open:,} open inbox items, {n:,} entries": median_ms(v)
+        for (what, n), v in sorted(samples.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+    }
+    # in-process, without start-up: bringing the index up to date and listing the inbox
+    from vaultmem.app.inbox import inbox as do_inbox
+    from vaultmem.core.vault import Vault
+
+    for n, (root, _env) in runs.items():
+        v = Vault.open(root)
+        t = time.perf_counter()
+        for _ in range(20):
+            do_inbox(v, reader)
+        print(
+            f"  library inbox() with {args.open:,} open, {n:,} entries: "
+            f"{(time.perf_counter() - t) / 20 * 1000:.2f} ms"
         )
     for name, ms in results.items():
-        print(f"{name:<58} median {ms:7.1f} ms over {args.runs} runs")
-    vals = list(results.values())
-    print(
-        f"ratio {args.entries:,} / {args.small:,} entries with {args.open:,} open items: "
-        f"read {vals[3] / vals[0]:.2f}x, read after 1 new {vals[4] / vals[1]:.2f}x, "
-        f"inbox {vals[5] / vals[2]:.2f}x"
-    )
+        print(f"{name:<66} median {ms:7.1f} ms over {args.runs} runs")
+    for what in cmds[args.small]:
+        ratio = median_ms(samples[(what, args.entries)]) / median_ms(samples[(what, args.small)])
+        print(f"ratio {args.entries:,} / {args.small:,} entries, {what}: {ratio:.2f}x")
     for root, _env in runs.values():
         shutil.rmtree(root.parent, ignore_errors=True)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from vaultmem.app.sections import Section, fence
@@ -73,7 +74,9 @@ class InboxView:
             "items": [self.item_dict(i) for i in self.items],
         }
 
+    @cached_property
     def lines(self) -> list[str]:
+        """One line (and the cut body) per item; computed once (a budget tries many cuts)."""
         return [
             f"- {entry_head(i.entry)}{status_note(i, self.agents)}{_body(i.entry, BODY_CHARS)}"
             for i in self.items
@@ -102,7 +105,7 @@ def inbox_section(view: InboxView, shown: int | None = None) -> Section:
             f" The budget cut this list: {shown} of {total} shown, {total - shown} not shown"
             f" (all of them: vaultmem inbox --agent {view.agent})."
         )
-    lines = view.lines()[:shown]
+    lines = view.lines[:shown]
     text = intro + ("\n\n" + fence("\n".join(lines)) if lines else "")
     items = view.items[:shown]
     return Section(

@@ -171,7 +171,7 @@ def inbox(*, vault: Path | None, agent: str | None, as_json: bool) -> None:
     elif not view.items:
         emit(f"nothing open for {view.agent}")
     else:
-        emit("\n".join(view.lines()))
+        emit("\n".join(view.lines))
         emit(
             f'\n{len(view.items)} open. Ack one: vaultmem append "<what you did>" --type ack '
             f"--ack ID --agent {view.agent}   close an alert: vaultmem resolve ID --why TEXT"
