@@ -139,12 +139,12 @@ def alerts_window(vault: Vault) -> timedelta:
 
 def alerts_section(vault: Vault, index: coord.Index, skip: set[str]) -> Section | None:
     """Open alerts raised within `[alerts] window` (those in the inbox are shown there)."""
-    from vaultmem.nexus.alerts import Sighting, sightings
-
     since = clock.stamp_ms(clock.now() - alerts_window(vault))
     found = [i for i in index.alerts() if i.id not in skip and i.entry.time >= since]
     if not found:
         return None
+    from vaultmem.nexus.alerts import Sighting, sightings
+
     seen = sightings(vault)
     rows, lines = [], []
     for item in found:
@@ -170,6 +170,8 @@ def alerts_section(vault: Vault, index: coord.Index, skip: set[str]) -> Section 
 
 def working_section(vault: Vault, agent: str) -> Section | None:
     """The agent's own unexpired working memory (no other agent ever sees it)."""
+    if not vault.working(agent).exists():
+        return None
     from vaultmem.nexus.working import ItemKind, read_working
 
     held = read_working(vault, agent)
