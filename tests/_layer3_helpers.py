@@ -64,3 +64,39 @@ def fresh_vault(tmp_path: Path) -> Path:
         for path in root.glob(pattern):
             path.unlink()
     return root
+
+
+def bulk_append(path: Path, agent: str, n: int, *, summary: str = "noise") -> None:
+    """Append `n` signed entries by `agent` in one write: a long log in a fraction of the time
+    `n` appends take (each fsyncs twice). The chain continues from the agent's head."""
+    from dataclasses import replace
+
+    from vaultmem.core import clock
+    from vaultmem.nexus import entry, log, signing
+
+    v = Vault.open(path)
+    signer = signing.signer_for(v, agent)
+    assert signer is not None
+    seq, prev = log.rebuild_heads(v, "live").get(agent, [0, None])
+    now = clock.stamp_ms()
+    blocks = []
+    for i in range(n):
+        seq += 1
+        e = entry.Entry(
+            id=entry.entry_id(agent, seq, "live"),
+            agent=agent,
+            seq=seq,
+            time=now,
+            channel="ops",
+            type="note",
+            summary=f"{summary} {i}",
+            body="",
+            prev=prev,
+            key=signer.key_id,
+        )
+        digest = e.compute_hash()
+        e = replace(e, hash=digest, sig=signer.sign(digest))
+        prev = digest
+        blocks.append(entry.render(e))
+    with open(v.live_context, "a", encoding="utf-8") as fh:
+        fh.write("".join(blocks))

@@ -44,6 +44,7 @@ def test_append_prints_the_id_and_json_gives_the_entry(vault: Path) -> None:
         "summary",
         "body",
         "acks",
+        "to",
     ]
     assert data["acks"] == ["ella.1"] and data["id"] == "lyra.1"
 

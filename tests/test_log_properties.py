@@ -69,3 +69,22 @@ def test_canonical_form_is_fixed() -> None:
         b'"time":"2026-11-29T15:00:00.000Z","type":"note","v":1}'
     )
     assert e.hash == "sha256:" + __import__("hashlib").sha256(e.canonical()).hexdigest()
+
+
+NAMES = st.sampled_from(["lyra", "nova", "all", "a", "b-2", "x_y"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(NAMES, min_size=1, max_size=4, unique=True), TEXT, TEXT)
+def test_addressed_entries_round_trip(to: list[str], summary: str, body: str) -> None:
+    """Recipients are read back from the header, whatever the summary says (even `→ x · y`)."""
+    e = replace(entry("→ " + summary, body), to=tuple(to))
+    e = replace(e, hash=e.compute_hash())
+    parsed = fmt.parse_bytes(fmt.render(e).encode())
+    assert parsed.fragments == ()
+    (got,) = parsed.entries
+    assert (got.to, got.summary, got.body) == (e.to, e.summary, e.body)
+    assert got.version == 2 and got.compute_hash() == e.hash
+    plain = entry(summary, body)  # without recipients: the version 1 bytes, no "to" key
+    assert fmt.parse_bytes(fmt.render(plain).encode()).entries[0].to == ()
+    assert b'"to"' not in plain.canonical()

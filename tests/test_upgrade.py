@@ -66,6 +66,6 @@ def test_example_vault_is_in_the_current_format() -> None:
 
 def test_bad_format_value_is_a_config_error(vault: Path) -> None:
     cfg = vault / "vaultmem.toml"
-    cfg.write_text(cfg.read_text().replace("format = 2", "format = -1"))
+    cfg.write_text(cfg.read_text().replace(f"format = {current_format()}", "format = -1"))
     res = run_cli("status", "--vault", str(vault))
     assert res.exit_code == 3 and "format must be a whole number" in res.stderr

@@ -30,6 +30,9 @@ _API = {
     "init": "vaultmem.app.scaffold:init_vault",
     "read": "vaultmem.app.pack:read_pack",
     "commit_cursor": "vaultmem.app.pack:commit_cursor",
+    "record_receipt": "vaultmem.app.pack:record_receipt",
+    "inbox": "vaultmem.app.inbox:inbox",
+    "receipts": "vaultmem.app.receipts:receipts",
     "status": "vaultmem.app.status:status",
     "upgrade": "vaultmem.app.upgrade:upgrade",
     "remember": "vaultmem.memory.facts:remember",
@@ -49,12 +52,20 @@ _API = {
     "approve": "vaultmem.bank.review:approve",
     "reject": "vaultmem.bank.review:reject",
     "recall": "vaultmem.recall.query:recall",
+    "alerts": "vaultmem.nexus.alerts:list_alerts",
+    "resolve": "vaultmem.nexus.alerts:resolve",
+    "wm_set": "vaultmem.nexus.working:wm_set",
+    "wm_get": "vaultmem.nexus.working:wm_get",
+    "wm_list": "vaultmem.nexus.working:read_working",
+    "wm_del": "vaultmem.nexus.working:wm_del",
+    "wm_push": "vaultmem.nexus.working:wm_push",
 }
 
 __all__ = [
     "Vault",
     "VaultmemError",
     "__version__",
+    "alerts",
     "append",
     "approve",
     "checkpoint",
@@ -62,14 +73,18 @@ __all__ = [
     "decide",
     "decisions",
     "forget",
+    "inbox",
     "init",
     "log",
     "memories",
     "read",
     "recall",
+    "receipts",
+    "record_receipt",
     "reject",
     "remember",
     "repair",
+    "resolve",
     "retain",
     "retract",
     "set_state",
@@ -77,6 +92,11 @@ __all__ = [
     "status",
     "upgrade",
     "verify",
+    "wm_del",
+    "wm_get",
+    "wm_list",
+    "wm_push",
+    "wm_set",
 ]
 
 
@@ -109,8 +129,10 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at run time
-    from vaultmem.app.pack import commit_cursor
+    from vaultmem.app.inbox import inbox
+    from vaultmem.app.pack import commit_cursor, record_receipt
     from vaultmem.app.pack import read_pack as read
+    from vaultmem.app.receipts import receipts
     from vaultmem.app.scaffold import init_vault as init
     from vaultmem.app.status import status
     from vaultmem.app.upgrade import upgrade
@@ -120,6 +142,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from vaultmem.core.vault import Vault
     from vaultmem.memory.facts import forget, remember, retract
     from vaultmem.memory.facts import list_facts as memories
+    from vaultmem.nexus.alerts import list_alerts as alerts
+    from vaultmem.nexus.alerts import resolve
     from vaultmem.nexus.checkpoints import show_checkpoint
     from vaultmem.nexus.checkpoints import write_checkpoint as checkpoint
     from vaultmem.nexus.decisions import decide
@@ -129,4 +153,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from vaultmem.nexus.repair import repair
     from vaultmem.nexus.state import set_state_section as set_state
     from vaultmem.nexus.verify import verify
+    from vaultmem.nexus.working import read_working as wm_list
+    from vaultmem.nexus.working import wm_del, wm_get, wm_push, wm_set
     from vaultmem.recall.query import recall

@@ -56,6 +56,10 @@ def init_vault(
 ) -> InitResult:
     for name in agents:
         validate_name(name, "agent")
+        if name == "all":  # `append --to all` means every agent
+            raise UsageError(
+                "'all' cannot be an agent's name", "it addresses every agent (--to all)"
+            )
     for name in reviewers:
         validate_name(name, "reviewer")
     if language is not None and language not in SUPPORTED_LANGUAGES:

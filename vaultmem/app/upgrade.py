@@ -132,6 +132,13 @@ def m002_plain_time_properties(vault: Vault, dry_run: bool) -> list[str]:
     return changes
 
 
+@migration
+def m003_coordination(vault: Vault, dry_run: bool) -> list[str]:
+    """Addressed entries (`v` 2), `resolve` entries, working memory, receipts and people's
+    keys. Every file written before stays valid as it is: no file changes."""
+    return []
+
+
 # --- running them ------------------------------------------------------------------------------
 
 

@@ -27,14 +27,34 @@ keys_app = typer.Typer(
 commands.add_typer(keys_app, name="keys")
 
 
-@keys_app.command("create", epilog=example("vaultmem keys create --agent ella"))
-def keys_create(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+@keys_app.command(
+    "create",
+    epilog=example("vaultmem keys create --agent ella", "vaultmem keys create --reviewer chiara"),
+)
+def keys_create(
+    reviewer: Annotated[
+        str | None,
+        typer.Option(
+            "--reviewer",
+            help="A key for this person instead (people/<name>/keys.md), to sign `resolve`.",
+            show_default=False,
+        ),
+    ] = None,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Make a new Ed25519 key pair for an agent: the private key in VAULTMEM_HOME (mode 0600),
     the public key in agents/<agent>/keys.md. Old keys stay listed so old entries verify."""
     from vaultmem.nexus.signing import create_key
 
     v = open_vault(vault)
-    info = create_key(v, v.require_agent(agent))
+    if reviewer is not None:
+        from vaultmem.nexus.alerts import require_person
+
+        info = create_key(v, require_person(v, reviewer))
+    else:
+        info = create_key(v, v.require_agent(agent))
     if as_json:
         emit_json(info.to_dict())
     else:

@@ -1,5 +1,5 @@
 """Layer 3 commands: append, log (and log rotate), decide, decisions, checkpoint, state (and
-state set), keys (create, list), verify, repair.
+state set). keys, verify and repair are in cmd_integrity.py.
 
 `append` runs on every agent turn: this module imports nothing from the core at the top.
 """
@@ -33,6 +33,7 @@ from vaultmem.nexus.entry import EntryType
         'vaultmem append "Webhook retries are idempotent now" --channel backend --type fix '
         "--agent ella",
         'vaultmem append "Using it, thanks" --type ack --ack ella.3 --agent lyra',
+        'vaultmem append "Checkout must send Idempotency-Key" --type handoff --to lyra --agent ella',
     ),
 )
 def append(
@@ -51,15 +52,23 @@ def append(
         list[str] | None,
         typer.Option("--ack", help="Id of an entry this one acknowledges (repeatable)."),
     ] = None,
+    to: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--to", help="An agent it is addressed to (repeatable), or 'all'.", show_default=False
+        ),
+    ] = None,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Append one signed entry to the live-context log and print its id.
 
-    Append after every significant turn; --ack the entries you used. Exit 6 when another
-    writer holds the lock past the timeout (retry), 8 when the agent has no signing key
-    or a credential is refused.
+    Append after every significant turn; --ack the entries you used. With --to the entry is
+    in each recipient's inbox until that recipient acks it. An alert whose text matches an open
+    alert is not raised again: it prints `duplicate ID`. Exit 6 when another writer holds the
+    lock past the timeout (retry), 8 when the agent has no signing key or a credential is
+    refused.
     """
     from vaultmem.cli import hot
 
@@ -69,6 +78,7 @@ def append(
         type_=type_,
         body=body,
         acks=acks,
+        to=to,
         vault=vault,
         agent=agent,
         as_json=as_json,
@@ -87,6 +97,7 @@ commands.add_typer(log_app, name="log")
     epilog=example(
         "vaultmem log --tail 20",
         "vaultmem log --since ella.3 --channel backend --json",
+        "vaultmem log --to lyra --json --reader lyra",
         "vaultmem log --follow",
     ),
 )
@@ -116,6 +127,20 @@ def log_cmd(
         EntryType | None,
         typer.Option("--type", "-t", help="Only this type.", show_default=False),
     ] = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to", help="Only entries addressed to this agent (or to all).", show_default=False
+        ),
+    ] = None,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            "--reader",
+            help="With --json: mark each entry `shown` if this agent was already shown it.",
+            show_default=False,
+        ),
+    ] = None,
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing new entries as they come.")
     ] = False,
@@ -142,15 +167,22 @@ def log_cmd(
     from vaultmem.nexus.reading import read_log
 
     v = open_vault(vault)
-    entries = read_log(v, tail=tail, since=since, agent=agent, channel=channel, type_=type_)
+    entries = read_log(v, tail=tail, since=since, agent=agent, channel=channel, type_=type_, to=to)
     if as_json and not follow:
-        emit_json({"entries": [e.to_dict() for e in entries]})
+        rows = [e.to_dict() for e in entries]
+        if reader is not None and entries:
+            from vaultmem.app.receipts import shown_ids
+
+            seen = shown_ids(v, v.require_agent(reader), since=entries[0].time)
+            for row in rows:
+                row["shown"] = row["id"] in seen
+        emit_json({"entries": rows})
         return
     print_entries(entries, as_json=as_json)
     if follow:
         from vaultmem.nexus.reading import follow as do_follow
 
-        for batch in do_follow(v, agent=agent, channel=channel, type_=type_):
+        for batch in do_follow(v, agent=agent, channel=channel, type_=type_, to=to):
             print_entries(batch, as_json=as_json)
 
 

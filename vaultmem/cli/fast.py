@@ -1,4 +1,5 @@
-"""A start-up fast path for the commands agents run on every turn (read, append, recall).
+"""A start-up fast path for the commands agents run on every turn (read, append, recall,
+inbox, and the working-memory subcommands `wm set/get/list/del/push`).
 
 Importing typer costs more than everything vaultmem itself does on `read` or `append` (~45 ms
 of a ~130 ms call, most of it pydantic through typer's adapters). The typer app stays the one
@@ -22,7 +23,8 @@ from typing import Any
 
 from vaultmem.core.config import ENV_NO_FAST, env
 
-HOT = ("read", "append", "recall")
+HOT = ("read", "append", "recall", "inbox", "wm set", "wm get", "wm list", "wm del", "wm push")
+GROUPS = ("wm",)  # groups whose subcommands are hot: the name is two words
 _TYPES = {"str": str, "int": int, "float": float, "path": Path}
 
 
@@ -102,22 +104,26 @@ def parse(spec: dict[str, Any], args: list[str]) -> dict[str, Any] | None:
 
 def try_fast(argv: list[str]) -> bool:
     """Run a hot command without typer; False (nothing done) when typer must handle it."""
-    if not argv or argv[0] not in HOT or env(ENV_NO_FAST):
+    if not argv or env(ENV_NO_FAST):
+        return False
+    depth = 2 if argv[0] in GROUPS else 1
+    name = " ".join(argv[:depth])
+    if name not in HOT:
         return False
     from vaultmem.cli.boundary import split_flags
     from vaultmem.cli.spec import SPEC
 
     args, debug, as_json = split_flags(argv)
-    command = SPEC.get(args[0])
-    if command is None:
+    command = SPEC.get(name)
+    if command is None or args[:depth] != argv[:depth]:
         return False
-    kwargs = parse(command, args[1:])
+    kwargs = parse(command, args[depth:])
     if kwargs is None:
         return False
     from vaultmem.cli import hot
     from vaultmem.cli.boundary import guarded
 
-    impl = getattr(hot, args[0])
+    impl = getattr(hot, name.replace(" ", "_"))
     guarded(lambda: impl(**kwargs), as_json=as_json, debug=debug)
     return True
 
@@ -177,25 +183,38 @@ def _describe(param: Any, annotation: Any) -> dict[str, Any] | None:
     return out
 
 
+def _typer_command(name: str) -> tuple[Any, Any]:
+    """(click command, typer CommandInfo) of a command, or of `group sub`."""
+    from vaultmem.cli.base import app, commands
+    from vaultmem.cli.lazy import build
+
+    group, _, sub = name.partition(" ")
+    click_cmd = build(group, app)
+    registry = commands.registered_commands
+    if sub:
+        found = next((g for g in commands.registered_groups if g.name == group), None)
+        if click_cmd is None or found is None or found.typer_instance is None:
+            return None, None
+        click_cmd = getattr(click_cmd, "commands", {}).get(sub)
+        registry = found.typer_instance.registered_commands
+    leaf = sub or group
+    info = next(
+        (i for i in registry if i.callback and (i.name or "") == leaf),
+        None,
+    ) or next((i for i in registry if i.callback and i.callback.__name__ == leaf), None)
+    return click_cmd, info
+
+
 def build_spec() -> dict[str, Any]:
     """The fast parser's description of the hot commands, derived from the typer app."""
     import inspect
 
     from vaultmem.cli import hot
-    from vaultmem.cli.base import app, commands
-    from vaultmem.cli.lazy import build
 
     commands_out: dict[str, Any] = {}
     for name in HOT:
-        click_cmd = build(name, app)
-        info = next(
-            (i for i in commands.registered_commands if i.callback and (i.name or "") == name),
-            None,
-        ) or next(
-            (i for i in commands.registered_commands if i.callback and i.callback.__name__ == name),
-            None,
-        )
-        impl = getattr(hot, name, None)
+        click_cmd, info = _typer_command(name)
+        impl = getattr(hot, name.replace(" ", "_"), None)
         if click_cmd is None or info is None or impl is None or info.callback is None:
             continue
         hints = typing.get_type_hints(info.callback, include_extras=True)

@@ -1,4 +1,4 @@
-"""The bodies of the per-turn commands (read, append, recall), free of typer.
+"""The bodies of the per-turn commands (read, append, recall, inbox, wm), free of typer.
 
 The typer commands in cmd_core/cmd_log/cmd_recall parse the command line and call these; the
 start-up fast path (cli/fast.py) calls them directly. Parameter names match the typer
@@ -23,7 +23,7 @@ def read(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    from vaultmem.app.pack import commit_cursor, read_pack
+    from vaultmem.app.pack import commit_cursor, read_pack, record_receipt
 
     v = open_vault(vault)
     pack = read_pack(v, agent or "", budget=budget, peek=peek, query=query)
@@ -45,8 +45,21 @@ def read(
 
     try:
         commit_cursor(v, pack)
+        record_receipt(v, pack)
     except VaultmemError as exc:  # a read-only vault still gets its pack
         warn(f"could not record what was read ({exc.message}); these entries will show again")
+
+
+def record_shown(v: Any, agent: str, command: str, ids: list[str], paths: list[str]) -> None:
+    """A receipt for output already written (never fails the command that wrote it)."""
+    from vaultmem.app.receipts import record
+    from vaultmem.core.errors import VaultmemError
+
+    sys.stdout.flush()
+    try:
+        record(v, agent, command, ids, paths)
+    except VaultmemError as exc:
+        warn(f"could not record what was shown ({exc.message})")
 
 
 def warn_redactions(findings: Any) -> None:
@@ -63,6 +76,7 @@ def append(
     type_: str,
     body: str | None,
     acks: list[str] | None,
+    to: list[str] | None,
     vault: Path | None,
     agent: str | None,
     as_json: bool,
@@ -77,6 +91,7 @@ def append(
         type_=type_,
         body=read_text_arg(body) if body is not None else "",
         acks=acks or [],
+        to=to or [],
     )
     warn_redactions(result.redactions)
     for w in result.warnings:
@@ -84,7 +99,14 @@ def append(
     if type_ == "decision":
         warn("this is only a log entry; `vaultmem decide TEXT --why R` also records the decision")
     if as_json:
-        emit_json(result.entry.to_dict())
+        emit_json(result.to_dict())
+    elif result.duplicate_of:
+        emit(f"duplicate {result.duplicate_of}")
+        warn(
+            f"{result.duplicate_of} is open with the same text: not raised again "
+            f"(seen again {result.seen_again}×); close it with: vaultmem resolve "
+            f"{result.duplicate_of}"
+        )
     else:
         emit(result.entry.id)
 
@@ -110,8 +132,9 @@ def recall(
 ) -> None:
     from vaultmem.recall.query import recall as do_recall
 
+    result_vault = open_vault(vault)
     result = do_recall(
-        open_vault(vault),
+        result_vault,
         query,
         limit=limit,
         kind=kind,
@@ -125,7 +148,121 @@ def recall(
     warn_freshness(result.index)
     if as_json:
         emit_json(result.to_dict())
-        return
-    from vaultmem.cli.output_recall import render_recall
+    else:
+        from vaultmem.cli.output_recall import render_recall
 
-    render_recall(result)
+        render_recall(result)
+    if agent and result.hits:
+        ids = [h.id for h in result.hits if h.id]
+        paths = [f"{h.path}:{h.line_start}-{h.line_end}" for h in result.hits if not h.id]
+        record_shown(result_vault, agent, "recall", ids, paths)
+
+
+# --- coordination: the inbox and working memory ----------------------------------------------
+
+
+def inbox(*, vault: Path | None, agent: str | None, as_json: bool) -> None:
+    from vaultmem.app.inbox import inbox as do_inbox
+
+    v = open_vault(vault)
+    view = do_inbox(v, agent or "")
+    if as_json:
+        emit_json(view.to_dict())
+    elif not view.items:
+        emit(f"nothing open for {view.agent}")
+    else:
+        emit("\n".join(view.lines))
+        emit(
+            f'\n{len(view.items)} open. Ack one: vaultmem append "<what you did>" --type ack '
+            f"--ack ID --agent {view.agent}   close an alert: vaultmem resolve ID --why TEXT"
+        )
+    if view.items:
+        record_shown(v, view.agent, "inbox", [i.id for i in view.items], [])
+
+
+def _item_text(item: Any) -> str:
+    label = f"{item.key} = " if item.key is not None else "turn: "
+    where = f"[{item.thread}] " if item.thread else ""
+    until = f"  (expires {item.expires})" if item.expires else ""
+    return f"{where}{label}{' '.join(item.value.split())}{until}"
+
+
+def wm_set(
+    *,
+    key: str,
+    value: str,
+    thread: str | None,
+    ttl: str | None,
+    vault: Path | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    from vaultmem.nexus.working import wm_set as do_set
+
+    item, found = do_set(
+        open_vault(vault), agent or "", key, read_text_arg(value), thread=thread, ttl=ttl
+    )
+    warn_redactions(found)
+    if as_json:
+        emit_json(item.to_dict())
+    else:
+        emit(f"set {key}" + (f" (expires {item.expires})" if item.expires else " (no expiry)"))
+
+
+def wm_get(
+    *, key: str, thread: str | None, vault: Path | None, agent: str | None, as_json: bool
+) -> None:
+    from vaultmem.nexus.working import wm_get as do_get
+
+    item = do_get(open_vault(vault), agent or "", key, thread=thread)
+    if as_json:
+        emit_json(item.to_dict())
+    else:
+        emit(item.value)
+
+
+def wm_list(*, thread: str | None, vault: Path | None, agent: str | None, as_json: bool) -> None:
+    from vaultmem.nexus.working import read_working
+
+    held = read_working(open_vault(vault), agent or "", thread=thread)
+    if as_json:
+        emit_json(held.to_dict())
+    elif not held.items:
+        emit(f"{held.agent} holds nothing" + (f" in thread {thread}" if thread else ""))
+    else:
+        emit("\n".join(_item_text(i) for i in held.items))
+
+
+def wm_del(
+    *, key: str, thread: str | None, vault: Path | None, agent: str | None, as_json: bool
+) -> None:
+    from vaultmem.nexus.working import wm_del as do_del
+
+    item = do_del(open_vault(vault), agent or "", key, thread=thread)
+    if as_json:
+        emit_json({"deleted": item.to_dict()})
+    else:
+        emit(f"deleted {key}")
+
+
+def wm_push(
+    *,
+    value: str,
+    thread: str | None,
+    keep: int | None,
+    ttl: str | None,
+    vault: Path | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    from vaultmem.nexus.working import wm_push as do_push
+
+    item, dropped, found = do_push(
+        open_vault(vault), agent or "", read_text_arg(value), thread=thread, keep=keep, ttl=ttl
+    )
+    warn_redactions(found)
+    if as_json:
+        emit_json({**item.to_dict(), "dropped": dropped})
+    else:
+        where = f" to thread {thread}" if thread else ""
+        emit(f"pushed{where}" + (f"; dropped {dropped} older" if dropped else ""))

@@ -15,11 +15,15 @@ so that tests and benchmarks can pin the clock for a whole process.
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from vaultmem.core.errors import UsageError
 
 STAMP_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
+DURATION_RE = re.compile(r"(?:[0-9]{1,6}[smhdw]){1,5}")
+_DURATION_PART = re.compile(r"([0-9]{1,6})([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+NEVER = "never"
 DATE_RE = re.compile(r"\d{4}-\d\d-\d\d")
 
 
@@ -85,3 +89,22 @@ def is_past(valid_until: object, day: date | None = None) -> bool:
     except ValueError:
         return False
     return until < (day or today())
+
+
+def parse_duration(
+    text: str, what: str = "--ttl", *, allow_never: bool = False
+) -> timedelta | None:
+    """`90s`, `30m`, `2h`, `7d`, `2w`, `1h30m` (full match); `never` (None) where allowed.
+
+    UsageError (exit 2) for anything else, including a zero duration."""
+    if allow_never and text == NEVER:
+        return None
+    if not DURATION_RE.fullmatch(text):
+        hint = "a number and a unit: 90s, 30m, 2h, 7d, 2w, 1h30m" + (
+            ", or never" if allow_never else ""
+        )
+        raise UsageError(f"{what} {text!r} is not a duration", hint)
+    seconds = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
+    if seconds <= 0:
+        raise UsageError(f"{what} {text!r} is zero", "give a positive duration, e.g. 2h")
+    return timedelta(seconds=seconds)

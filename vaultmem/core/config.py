@@ -90,6 +90,24 @@ class SyncSettings:
 
 
 @dataclass(frozen=True)
+class AlertSettings:
+    window: str = "7d"  # open alerts older than this leave the read pack (a duration)
+
+
+@dataclass(frozen=True)
+class WorkingSettings:
+    ttl: str = "24h"  # default time to live of a working-memory item ("never": none)
+    keep: int = setting(20, 1, 100_000)  # recent turns a thread keeps when `wm push` has no --keep
+    max_value: int = setting(2000, 1, 1_000_000)  # characters
+
+
+@dataclass(frozen=True)
+class ReceiptSettings:
+    max_bytes: int = setting(1_000_000, 1, 10_000_000_000)  # a receipts file rotates past this
+    keep: int = setting(10, 1, 10_000)  # rotated receipts files kept per agent
+
+
+@dataclass(frozen=True)
 class Config:
     """The parsed `vaultmem.toml` of one vault."""
 
@@ -105,6 +123,9 @@ class Config:
     llm: LLMSettings = field(default_factory=LLMSettings)
     bank: BankSettings = field(default_factory=BankSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
+    working: WorkingSettings = field(default_factory=WorkingSettings)
+    receipts: ReceiptSettings = field(default_factory=ReceiptSettings)
 
 
 def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
@@ -151,6 +172,21 @@ def _check_range(rules: Any, where: str, value: Any, path: Path) -> None:
 
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+def _check_values(config: Config, path: Path) -> Config:
+    """Values that have a grammar or a range, beyond their TOML type."""
+    from vaultmem.core.clock import parse_duration
+    from vaultmem.core.errors import UsageError
+
+    durations = (
+        ("alerts", "window", config.alerts.window, False),
+        ("working", "ttl", config.working.ttl, True),
+    )
+    for table, key, value, never in durations:
+        try:
+            parse_duration(value, f"[{table}] {key}", allow_never=never)
+        except UsageError as exc:
+            raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
+    return config
 
 
 def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
@@ -201,7 +237,7 @@ def parse_config(text: str, path: Path) -> Config:
             f"{path}: format must be a whole number >= 0, got {fmt!r}",
             "vaultmem upgrade sets it; remove the line to start from 0",
         )
-    return Config(
+    config = Config(
         agents=_names(raw.get("agents"), "agents", path),
         format=fmt,
         reviewers=_names(raw.get("reviewers"), "reviewers", path),
@@ -214,7 +250,11 @@ def parse_config(text: str, path: Path) -> Config:
         llm=_section(LLMSettings, raw.get("llm"), "llm", path),
         bank=_section(BankSettings, raw.get("bank"), "bank", path),
         sync=_section(SyncSettings, raw.get("sync"), "sync", path),
+        alerts=_section(AlertSettings, raw.get("alerts"), "alerts", path),
+        working=_section(WorkingSettings, raw.get("working"), "working", path),
+        receipts=_section(ReceiptSettings, raw.get("receipts"), "receipts", path),
     )
+    return _check_values(config, path)
 
 
 def set_toml_key(text: str, key: str, literal: str, path: Path) -> str:

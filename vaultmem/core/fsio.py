@@ -96,6 +96,38 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         raise write_error(path, exc) from exc
 
 
+def replace_cache(path: Path, data: bytes) -> None:
+    """Replace a cache file (rebuildable state) by rename, without fsync: readers see the old
+    or the new file; after a power cut it may be empty or missing, and is then rebuilt."""
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise write_error(path, exc) from exc
+
+
+def append_line(path: Path, data: bytes) -> None:
+    """Append `data` with one O_APPEND write, without fsync (records that may be lost in a
+    power cut, never torn by a concurrent writer)."""
+    try:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+
+
 def create_exclusive(path: Path, data: str) -> bool:
     """Write a new file; return False (and write nothing) when it already exists."""
     if path.exists() or path.is_symlink():

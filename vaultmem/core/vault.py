@@ -27,6 +27,7 @@ AGENT_NAME_RE = NAME_RE  # one grammar for agent and reviewer names, in config a
 MEMORY_DIR = "memory"
 MEMORY_INDEX = "MEMORY.md"
 AGENTS_DIR = "agents"
+PEOPLE_DIR = "people"
 NEXUS_DIR = "nexus"
 IDENTITY = "IDENTITY.md"
 REVIEW_PAGE = "Review.md"  # the review page for people (bank/review_page.py)
@@ -177,6 +178,14 @@ class Vault:
 
     def checkpoint(self, agent: str) -> Path:
         return self.agent_dir(agent) / "checkpoint.md"
+
+    def working(self, agent: str) -> Path:
+        """The agent's working memory (private scratch with a time to live)."""
+        return self.agent_dir(agent) / "working.md"
+
+    def person_dir(self, name: str) -> Path:
+        """`people/<name>/`: a reviewer's public signing keys."""
+        return self.path(f"{PEOPLE_DIR}/{validate_name(name, 'reviewer')}")
 
     @property
     def nexus(self) -> Path:

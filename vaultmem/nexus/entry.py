@@ -2,6 +2,7 @@
 docs/FORMAT.md).
 
     ### 2026-11-29T15:20:01.123Z · ella · backend · fix · Stripe webhook retries are idempotent
+    ### 2026-11-29T15:21:07.456Z · ella · api · handoff → lyra, nova · Checkout needs the key
 
     optional body, any markdown (escaped, see below)
 
@@ -11,6 +12,10 @@ The header line is what people read in Obsidian; the HTML comment (hidden in rea
 the id, the agent's sequence number, the hash of the agent's previous entry (`prev`), this entry's
 hash over the canonical form, the signing key id and the Ed25519 signature. Chains are per agent,
 so a git union merge of two machines' appends still verifies.
+
+An entry addressed to some agents (`--to`) names them in its header after an arrow and is a
+version 2 entry: its canonical form has a `to` key. Entries without recipients stay version 1
+with exactly the canonical bytes they always had, so old logs verify unchanged.
 
 Escaping, so that no text an agent writes can parse as structure: in the summary and body every
 `<!--` becomes `<\\!--` (and `<\\!--` one more backslash), and a body line starting with `###`
@@ -34,7 +39,10 @@ from typing import Any
 from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import UsageError, VaultmemError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # entries without recipients
+ADDRESSED_VERSION = 2  # entries with recipients (`to` in the header and the canonical form)
+ALL = "all"  # the recipient that means every agent of the vault but the writer
+ARROW = " → "
 
 
 class LogName(StrEnum):
@@ -54,6 +62,7 @@ class EntryType(StrEnum):
     ALERT = "alert"
     ACK = "ack"
     STATE = "state"
+    RESOLVE = "resolve"  # closes an alert, handoff, question or addressed entry for everyone
 
 
 LOGS = values(LogName)
@@ -63,18 +72,21 @@ WANTS_ACK = (EntryType.HANDOFF, EntryType.QUESTION, EntryType.ALERT)
 SEP = " · "
 
 
-CHANNEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}$")
+# Grammars are used with fullmatch: a value with a trailing newline is not one of them.
+CHANNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}")
 
 
-ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}\.d?[0-9]{1,12}$")
+ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}\.d?[0-9]{1,12}")
 
 
-TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z$")
+TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
 
 
+_NAME = r"[a-z0-9][a-z0-9_-]{0,39}"
 HEADER_RE = re.compile(
     r"^### (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z) · "
-    r"(?P<agent>[a-z0-9][a-z0-9_-]{0,39}) · (?P<channel>\S+) · (?P<type>[a-z][a-z0-9_-]*) · "
+    rf"(?P<agent>{_NAME}) · (?P<channel>\S+) · (?P<type>[a-z][a-z0-9_-]*)"
+    rf"(?: → (?P<to>{_NAME}(?:, {_NAME})*))? · "
     r"(?P<summary>.*)$"
 )
 
@@ -97,7 +109,7 @@ _HASH_LINE = re.compile(r"^(\\*)###")
 _HASH_LINE_ESC = re.compile(r"^(\\+)###")
 
 
-CONTRACT_KEYS = ("id", "agent", "seq", "time", "channel", "type", "summary", "body", "acks")
+CONTRACT_KEYS = ("id", "agent", "seq", "time", "channel", "type", "summary", "body", "acks", "to")
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,7 @@ class Entry:
     summary: str
     body: str
     acks: tuple[str, ...] = ()
+    to: tuple[str, ...] = ()  # recipients (agent names, or ("all",)); () when unaddressed
     extra: dict[str, Any] = field(default_factory=dict)  # decisions: why, supersedes, tags
     log: str = "live"  # "live" or "decisions"
     prev: str | None = None  # hash of this agent's previous entry in the same log
@@ -137,6 +150,7 @@ class Entry:
             "summary": self.summary,
             "body": self.body,
             "acks": list(self.acks),
+            "to": list(self.to),
         }
         for key, value in self.extra.items():
             data.setdefault(key, value)
@@ -147,6 +161,12 @@ class Entry:
         data = canonical_dict(self)
         data.update(hash=self.hash, sig=self.sig)
         return data
+
+    @property
+    def version(self) -> int:
+        """1 for the first format; 2 when the entry carries recipients or anchored heads
+        (keys the canonical form then has)."""
+        return ADDRESSED_VERSION if (self.to or self.heads) else FORMAT_VERSION
 
     def canonical(self) -> bytes:
         return canonical_bytes(canonical_dict(self))
@@ -174,14 +194,9 @@ class Parsed:
     preamble_end: int  # byte offset of the first entry header (or end of file)
 
 
-def version_of(e: Entry) -> int:
-    """1 for entries in the first format; 2 once an entry carries anchored heads."""
-    return 2 if e.heads else 1
-
-
 def canonical_dict(e: Entry) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "v": version_of(e),
+        "v": e.version,
         "log": e.log,
         "id": e.id,
         "agent": e.agent,
@@ -196,7 +211,11 @@ def canonical_dict(e: Entry) -> dict[str, Any]:
         "prev": e.prev,
         "key": e.key,
     }
-    if e.heads:  # only in v2 entries: v1 entries keep their canonical bytes
+    # keys of version 2, each present only when it has a value: version 1 entries keep
+    # their exact canonical bytes
+    if e.to:
+        data["to"] = list(e.to)
+    if e.heads:
         data["heads"] = e.heads
     return data
 
@@ -249,7 +268,7 @@ def unescape_body_line(line: str) -> str:
 
 def _meta_json(e: Entry) -> str:
     meta: dict[str, Any] = {
-        "v": version_of(e),
+        "v": e.version,
         "log": e.log,
         "id": e.id,
         "seq": e.seq,
@@ -271,8 +290,10 @@ def _meta_json(e: Entry) -> str:
 
 def render(e: Entry) -> str:
     """The block for one entry, starting with a blank line and ending with a newline."""
+    to = f"{ARROW}{', '.join(e.to)}" if e.to else ""
     header = (
-        f"### {e.time}{SEP}{e.agent}{SEP}{e.channel}{SEP}{e.type}{SEP}{escape_inline(e.summary)}"
+        f"### {e.time}{SEP}{e.agent}{SEP}{e.channel}{SEP}{e.type}{to}{SEP}"
+        f"{escape_inline(e.summary)}"
     )
     meta = f"<!-- vaultmem {_meta_json(e)} -->"
     if e.body:
@@ -312,6 +333,7 @@ def _entry_from(
             summary=unescape_inline(header["summary"]).strip(),
             body=body,
             acks=tuple(str(a) for a in acks),
+            to=tuple(header["to"].split(", ")) if header["to"] else (),
             extra=extra,
             log=meta.get("log", "live"),
             prev=meta.get("prev"),
@@ -409,6 +431,7 @@ def entry_from_dict(data: dict[str, Any]) -> Entry:
         summary=data["summary"],
         body=data.get("body", ""),
         acks=tuple(data.get("acks") or ()),
+        to=tuple(data.get("to") or ()),
         extra=dict(data.get("extra") or {}),
         log=data.get("log", "live"),
         prev=data.get("prev"),
@@ -462,3 +485,37 @@ def validate_id(entry: str) -> str:
             f"{entry!r} is not an entry id", "ids look like ella.12 (log) or ella.d3 (decisions)"
         )
     return entry
+
+
+def validate_recipients(
+    to: tuple[str, ...] | list[str], writer: str, known: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Recipients as written: known agent names (full match) in the given order without
+    repeats, or ("all",). The writer cannot address itself."""
+    out: list[str] = []
+    for name in to:
+        if name == ALL:
+            continue
+        if not re.fullmatch(_NAME, name):
+            raise UsageError(
+                f"--to {name!r} is not an agent name",
+                "lowercase letters, digits, '-', '_' (or --to all)",
+            )
+        if name == writer:
+            raise UsageError(f"{writer} cannot address an entry to itself", "drop that --to")
+        if name not in known:
+            raise UsageError(
+                f"--to {name!r}: no such agent", f"known agents: {', '.join(known) or 'none'}"
+            )
+        if name not in out:
+            out.append(name)
+    if ALL in to:
+        return (ALL,)
+    return tuple(out)
+
+
+def recipients(e: Entry, agents: tuple[str, ...]) -> tuple[str, ...]:
+    """Who an entry is addressed to: its `to` list, with `all` as every agent but the writer."""
+    if ALL in e.to:
+        return tuple(a for a in agents if a != e.agent)
+    return tuple(a for a in e.to if a != e.agent)

@@ -35,6 +35,7 @@ from vaultmem.nexus.entry import (
     strip_controls,
     validate_channel,
     validate_id,
+    validate_recipients,
     validate_type,
 )
 
@@ -45,6 +46,15 @@ class AppendResult:
     path: str  # vault-relative file
     redactions: tuple[Any, ...] = ()  # secrets.Finding, one per redacted credential
     warnings: tuple[str, ...] = ()
+    duplicate_of: str | None = None  # an alert already open: nothing written, `entry` is it
+    seen_again: int = 0  # with duplicate_of: how many times it was raised again so far
+
+    def to_dict(self) -> dict[str, Any]:
+        """`append --json`: the entry; for a repeated alert, the open one it repeats."""
+        data = self.entry.to_dict()
+        if self.duplicate_of is not None:
+            data.update(duplicate_of=self.duplicate_of, seen_again=self.seen_again)
+        return data
 
 
 def log_file(vault: Vault, log: str) -> Path:
@@ -225,12 +235,24 @@ def append(
     type_: str = "note",
     body: str = "",
     acks: tuple[str, ...] | list[str] = (),
+    to: tuple[str, ...] | list[str] = (),
     log: str = "live",
     extra: dict[str, Any] | None = None,
     time: str | None = None,
+    person: bool = False,
 ) -> AppendResult:
-    """Append one signed entry; return it once it is on disk (fsynced) and in the journal."""
-    agent = vault.require_agent(agent)
+    """Append one signed entry; return it once it is on disk (fsynced) and in the journal.
+
+    `to` addresses it to agents (or `("all",)`). An `alert` whose text matches an open alert
+    is not written: the result names the open one (`duplicate_of`) and counts the sighting.
+    `person`: the writer is a reviewer (a person with a key), not an agent (`resolve`).
+    """
+    if person:
+        from vaultmem.nexus.alerts import require_person
+
+        agent = require_person(vault, agent)
+    else:
+        agent = vault.require_agent(agent)
     validate_channel(channel)
     validate_type(type_)
     acks = tuple(dict.fromkeys(validate_id(a) for a in acks))
@@ -238,22 +260,43 @@ def append(
         raise UsageError("an `ack` entry needs the id it acknowledges", "pass --ack ID")
     if time is not None and not TIME_RE.fullmatch(time):
         raise UsageError(f"invalid entry time {time!r}", "use UTC like 2026-11-29T15:20:01.123Z")
+    recipients = validate_recipients(to, agent, vault.known_agents()) if to else ()
+    if recipients and log != "live":
+        raise UsageError("only live-log entries can be addressed", "drop --to")
     summary, body, found = prepare_text(vault, summary, body, identifiers={"channel": channel})
     warnings = unknown_acks(vault, acks) if acks else []
     from vaultmem.nexus import signing
 
     signer = signing.signer_for(vault, agent)
     if signer is None and vault.config.log.require_signatures:
+        who = "reviewer" if person else "agent"
         raise SigningKeyMissingError(
-            f"agent {agent} has no signing key on this machine, and this vault refuses unsigned entries",
-            f"create one with: vaultmem keys create --agent {agent}",
+            f"{who} {agent} has no signing key on this machine, and this vault refuses unsigned entries",
+            f"create one with: vaultmem keys create --{who} {agent}",
         )
     path = log_file(vault, log)
     # every state path this append touches is checked before anything is written
     journal_path(vault, log)
     heads_path(vault, log)
     timeout = vault.config.log.lock_timeout
+    extra = dict(extra or {})
     with exclusive(lock_for(vault, log), timeout, what=f"{path.name}"):
+        if type_ == "alert" and log == "live":
+            # decided under the log's lock: two agents raising the same alert at once get one
+            from vaultmem.nexus import alerts
+
+            seen = alerts.check_repeat(vault, agent, summary)
+            if seen.open is not None:
+                return AppendResult(
+                    seen.open,
+                    vault.rel(path),
+                    found,
+                    tuple(warnings),
+                    duplicate_of=seen.open.id,
+                    seen_again=seen.count,
+                )
+            if seen.resolved is not None:
+                extra["reraises"] = seen.resolved
         heads = current_heads(vault, log)
         last_seq, last_hash = heads.get(agent, [0, None])
         seq = int(last_seq) + 1
@@ -267,7 +310,8 @@ def append(
             summary=summary,
             body=body,
             acks=acks,
-            extra=dict(extra or {}),
+            to=recipients,
+            extra=extra,
             log=log,
             prev=last_hash,
             key=signer.key_id if signer else None,
@@ -313,6 +357,11 @@ def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
                 break
         if not wanted:
             break
+    if wanted and any(".d" not in a for a in wanted):
+        # an open item can be older than the window (a buried handoff): the index knows it
+        from vaultmem.nexus import coord
+
+        wanted -= set(coord.load(vault).items)
     return [
         f"--ack {a}: no such entry among the last {ACK_WINDOW} entries (written anyway)"
         for a in acks

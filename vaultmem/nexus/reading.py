@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.vault import Vault
-from vaultmem.nexus.entry import HEADER_START, ID_RE, Entry, parse_bytes
+from vaultmem.nexus.entry import ALL, HEADER_START, ID_RE, Entry, parse_bytes
 
 
 def iter_reverse(path: Path, *, chunk: int = 1 << 16) -> Iterator[Entry]:
@@ -67,13 +67,14 @@ def last_entries(
     agent: str | None = None,
     channel: str | None = None,
     type_: str | None = None,
+    to: str | None = None,
 ) -> list[Entry]:
     """The last `n` matching entries, oldest first, read from the end of the file."""
     out: list[Entry] = []
     if n <= 0:
         return out
     for e in iter_reverse(path):
-        if matches(e, agent=agent, channel=channel, type_=type_):
+        if matches(e, agent=agent, channel=channel, type_=type_, to=to):
             out.append(e)
             if len(out) >= n:
                 break
@@ -82,17 +83,24 @@ def last_entries(
 
 
 def matches(
-    e: Entry, *, agent: str | None = None, channel: str | None = None, type_: str | None = None
+    e: Entry,
+    *,
+    agent: str | None = None,
+    channel: str | None = None,
+    type_: str | None = None,
+    to: str | None = None,
 ) -> bool:
+    """`to`: entries addressed to that agent (by name or to all); `to="all"`: to all only."""
     return (
         (agent is None or e.agent == agent)
         and (channel is None or e.channel == channel)
         and (type_ is None or e.type == type_)
+        and (to is None or to in e.to or (ALL in e.to and e.agent != to))
     )
 
 
 DEFAULT_TAIL = 20
-_TIME_RE = re.compile(r"^\d{4}-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,6})?)?)?)?)?Z?$")
+_TIME_RE = re.compile(r"\d{4}-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,6})?)?)?)?)?Z?")
 
 
 def read_log(
@@ -103,6 +111,7 @@ def read_log(
     agent: str | None = None,
     channel: str | None = None,
     type_: str | None = None,
+    to: str | None = None,
 ) -> list[Entry]:
     """Matching entries, oldest first: the last `tail` (default 20), or all after `since`."""
     if tail is not None and tail < 0:
@@ -110,7 +119,12 @@ def read_log(
     path = vault.live_context
     if since is None:
         return last_entries(
-            path, DEFAULT_TAIL if tail is None else tail, agent=agent, channel=channel, type_=type_
+            path,
+            DEFAULT_TAIL if tail is None else tail,
+            agent=agent,
+            channel=channel,
+            type_=type_,
+            to=to,
         )
     out: list[Entry] = []
     if ID_RE.fullmatch(since):
@@ -119,7 +133,7 @@ def read_log(
             if e.id == since:
                 found = True
                 break
-            if matches(e, agent=agent, channel=channel, type_=type_):
+            if matches(e, agent=agent, channel=channel, type_=type_, to=to):
                 out.append(e)
         if not found:
             raise EntryNotFoundError(
@@ -131,7 +145,7 @@ def read_log(
         for e in iter_reverse(path):
             if e.time < bound:
                 break
-            if matches(e, agent=agent, channel=channel, type_=type_):
+            if matches(e, agent=agent, channel=channel, type_=type_, to=to):
                 out.append(e)
     else:
         raise UsageError(
@@ -150,6 +164,7 @@ def follow(
     agent: str | None = None,
     channel: str | None = None,
     type_: str | None = None,
+    to: str | None = None,
     poll: float = 0.25,
 ) -> Iterator[list[Entry]]:
     """Yield batches of entries appended from now on. Only whole entries: a block still being
@@ -178,7 +193,9 @@ def follow(
         if parsed.entries:
             offset = parsed.entries[-1].byte_end
             batch = [
-                e for e in parsed.entries if matches(e, agent=agent, channel=channel, type_=type_)
+                e
+                for e in parsed.entries
+                if matches(e, agent=agent, channel=channel, type_=type_, to=to)
             ]
             if batch:
                 yield [replace(e, line_start=0, line_end=0) for e in batch]

@@ -7,6 +7,8 @@ Where keys live:
 - the public keys: `agents/<agent>/keys.md` in the vault, one line per key, oldest first. Lines are
   never removed: every key an agent ever used stays, so old entries keep verifying after a new
   `keys create` (key rotation, or someone who copied a vault without its private keys).
+- a person (a reviewer) who signs entries (`vaultmem resolve --reviewer NAME`) has the same, with
+  the public keys in `people/<name>/keys.md`.
 
 A key id is `k-` + the first 16 hex digits of SHA-256 over the raw 32-byte public key; entries
 name the key that signed them. Reading the keys file needs no YAML and no cryptography; the
@@ -94,6 +96,9 @@ def private_key_path(agent: str, key_id: str) -> Path:
 
 
 def keys_file(vault: Vault, agent: str) -> Path:
+    """`agents/<agent>/keys.md`, or `people/<name>/keys.md` for a reviewer (a person)."""
+    if agent in vault.config.reviewers and agent not in vault.config.agents:
+        return vault.person_dir(agent) / KEYS_FILE
     return vault.agent_dir(agent) / KEYS_FILE
 
 
@@ -201,29 +206,33 @@ def _agent_keys(
 
 
 def public_keys(vault: Vault) -> dict[str, PublicKey]:
-    """Every registered key of every agent that has a keys file, by key id."""
+    """Every registered key of every agent (and person) that has a keys file, by key id."""
     return keys_report(vault)[0]
 
 
 def keys_report(vault: Vault) -> tuple[dict[str, PublicKey], list[KeysFileProblem]]:
-    """Every registered key by id, and the keys files that could not be read cleanly."""
+    """Every registered key by id (agents' and people's), and the keys files that could not
+    be read cleanly."""
     out: dict[str, PublicKey] = {}
     problems: list[KeysFileProblem] = []
-    folder = vault.root / "agents"
-    if not folder.is_dir():
-        return out, problems
-    for child in sorted(folder.iterdir()):
-        if not (child / KEYS_FILE).is_file():
+    for top in ("agents", "people"):
+        folder = vault.root / top
+        if not folder.is_dir():
             continue
-        try:
-            validate_name(child.name)
-        except VaultmemError:
-            continue
-        keys, problem = _agent_keys(vault, child.name)
-        if problem:
-            problems.append(KeysFileProblem(child.name, vault.rel(child / KEYS_FILE), problem))
-        for key in keys:
-            out.setdefault(key.key_id, key)
+        for child in sorted(folder.iterdir()):
+            if not (child / KEYS_FILE).is_file():
+                continue
+            try:
+                validate_name(child.name)
+            except VaultmemError:
+                continue
+            if vault.rel(keys_file(vault, child.name)) != f"{top}/{child.name}/{KEYS_FILE}":
+                continue  # a keys file in the wrong folder (a person's under agents/)
+            keys, problem = _agent_keys(vault, child.name)
+            if problem:
+                problems.append(KeysFileProblem(child.name, vault.rel(child / KEYS_FILE), problem))
+            for key in keys:
+                out.setdefault(key.key_id, key)
     return out, problems
 
 

@@ -36,6 +36,7 @@ class Kind(StrEnum):
 
 
 KINDS = values(Kind)
+WORKING = "working"  # agents/<agent>/working.md: a kind of file, never a kind of document
 HIDDEN_STATUSES = frozenset({"retracted", "superseded", "rejected", "expired", "duplicate"})
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
@@ -92,6 +93,8 @@ def kind_of(rel: str) -> tuple[str, str]:
             return "identity", agent
         if len(parts) == 3 and parts[2] == "checkpoint.md":
             return "checkpoint", agent
+        if len(parts) == 3 and parts[2] == "working.md":
+            return "working", agent  # the agent's private scratch: never indexed
         if len(parts) == 4 and parts[2] == "memory" and lower[3] != "memory.md":
             return "memory", agent
         if len(parts) == 4 and parts[2] == "bank":
@@ -264,6 +267,10 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
     """Parse one note's text into documents; problems are returned, never raised."""
     problems: list[tuple[str, str]] = []
     kind, agent = kind_of(rel)
+    if kind == WORKING:
+        # working memory expires within hours and belongs to one agent: it is not knowledge to
+        # search, and an expired value must not live on in the index
+        return [], problems
     note = notes.parse(text)
     if note.error:
         problems.append(("broken-frontmatter", f"{note.error}; indexed as plain text"))

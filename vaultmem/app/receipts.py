@@ -1,0 +1,168 @@
+"""Receipts: what each agent was shown, so that "what had ella seen when she made that
+decision?" has an answer.
+
+Every `read`, `inbox` and `recall` (with an agent) that shows entries or facts appends one line
+to `.vaultmem/receipts/<agent>.jsonl` — only after its output was written out, so a pack that
+never reached the agent leaves no receipt. Lines are one O_APPEND write each (concurrent
+readers never interleave) and are not fsynced. A file past `[receipts] max_bytes` is renamed
+`<agent>.N.jsonl` and the oldest beyond `[receipts] keep` are deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vaultmem.core import clock
+from vaultmem.core.errors import EntryNotFoundError, UsageError
+from vaultmem.core.fsio import append_line
+from vaultmem.core.jsonl import jsonl_line, read_jsonl
+from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.vault import STATE_DIR, Vault
+
+_ROTATED = re.compile(r"(?P<agent>[a-z0-9][a-z0-9_-]{0,39})\.(?P<n>[0-9]{1,9})\.jsonl")
+COMMANDS = ("read", "recall", "inbox")
+
+
+@dataclass(frozen=True)
+class Receipt:
+    time: str
+    command: str
+    ids: tuple[str, ...]
+    paths: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "time": self.time,
+            "command": self.command,
+            "ids": list(self.ids),
+            "paths": list(self.paths),
+        }
+
+
+def receipts_dir(vault: Vault) -> Path:
+    return vault.path(f"{STATE_DIR}/receipts")
+
+
+def _current(vault: Vault, agent: str) -> Path:
+    return receipts_dir(vault) / f"{agent}.jsonl"
+
+
+def _rotated(vault: Vault, agent: str) -> list[tuple[int, Path]]:
+    """(N, path) of the agent's rotated files, oldest (lowest N) first."""
+    folder = receipts_dir(vault)
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in folder.iterdir():
+        m = _ROTATED.fullmatch(path.name)
+        if m and m["agent"] == agent:
+            found.append((int(m["n"]), path))
+    return sorted(found)
+
+
+def _rotate(vault: Vault, agent: str, incoming: int) -> None:
+    path = _current(vault, agent)
+    limit = vault.config.receipts.max_bytes
+    try:
+        if path.stat().st_size + incoming <= limit:
+            return
+    except FileNotFoundError:
+        return
+    with exclusive(
+        lock_path(vault.state_dir, f"receipts-{agent}"),
+        vault.config.log.lock_timeout,
+        what="receipts",
+    ):
+        try:
+            if path.stat().st_size + incoming <= limit:
+                return  # another process rotated it meanwhile
+        except FileNotFoundError:
+            return
+        old = _rotated(vault, agent)
+        n = old[-1][0] + 1 if old else 1
+        os.replace(path, path.with_name(f"{agent}.{n}.jsonl"))
+        old.append((n, path))
+        for _n, stale in old[: max(0, len(old) - vault.config.receipts.keep)]:
+            stale.unlink(missing_ok=True)
+
+
+def record(
+    vault: Vault, agent: str, command: str, ids: Iterable[str], paths: Iterable[str] = ()
+) -> Receipt | None:
+    """Append one receipt (None, and nothing written, when nothing was shown)."""
+    receipt = Receipt(clock.stamp_ms(), command, tuple(dict.fromkeys(ids)), tuple(paths))
+    if not receipt.ids and not receipt.paths:
+        return None
+    line = jsonl_line(receipt.to_dict())
+    _rotate(vault, agent, len(line))
+    append_line(_current(vault, agent), line)
+    return receipt
+
+
+def _read(vault: Vault, agent: str) -> Iterator[Receipt]:
+    """Every receipt of the agent, oldest first (bad lines skipped)."""
+    files = [p for _n, p in _rotated(vault, agent)] + [_current(vault, agent)]
+    for path in files:
+        for raw in read_jsonl(path):
+            ids, paths = raw.get("ids"), raw.get("paths") or []
+            if not (
+                isinstance(raw.get("time"), str)
+                and isinstance(raw.get("command"), str)
+                and isinstance(ids, list)
+                and isinstance(paths, list)
+            ):
+                continue
+            yield Receipt(raw["time"], raw["command"], tuple(map(str, ids)), tuple(map(str, paths)))
+
+
+def _entry_time(vault: Vault, entry_id: str) -> str | None:
+    from vaultmem.nexus.entry import read_file
+    from vaultmem.nexus.reading import iter_reverse
+
+    if ".d" in entry_id:
+        return next((e.time for e in read_file(vault.decisions).entries if e.id == entry_id), None)
+    return next((e.time for e in iter_reverse(vault.live_context) if e.id == entry_id), None)
+
+
+def time_of(vault: Vault, value: str) -> str:
+    """A bound for --since/--until: a UTC time, or the time of an entry or decision id."""
+    from vaultmem.nexus.entry import ID_RE
+
+    if ID_RE.fullmatch(value):
+        found = _entry_time(vault, value)
+        if found is None:
+            raise EntryNotFoundError(
+                f"no entry {value!r}", "use an id shown by `vaultmem log` or `vaultmem decisions`"
+            )
+        return found
+    moment = clock.parse_time(value) if value == value.strip() else None
+    if moment is None:
+        raise UsageError(
+            f"{value!r} is neither an entry id nor a time",
+            "e.g. ella.d1, ella.12 or 2026-11-29T10:00 (UTC)",
+        )
+    return clock.stamp_ms(moment)
+
+
+def receipts(
+    vault: Vault, agent: str, *, since: str | None = None, until: str | None = None
+) -> list[Receipt]:
+    """The agent's receipts, oldest first, from `since` up to `until` (times or entry ids)."""
+    agent = vault.require_agent(agent)
+    low = time_of(vault, since) if since else None
+    high = time_of(vault, until) if until else None
+    return [
+        r
+        for r in _read(vault, agent)
+        if (low is None or r.time >= low) and (high is None or r.time <= high)
+    ]
+
+
+def shown_ids(vault: Vault, agent: str, *, since: str | None = None) -> set[str]:
+    """Ids the agent was shown (in receipts written at `since` or later, a time)."""
+    return {i for r in _read(vault, agent) if since is None or r.time >= since for i in r.ids}

@@ -1,0 +1,164 @@
+"""The pack's window on the live log: entries from other agents since the agent's last read
+(capped) and the agent's own recent entries, read from the end of the log back to the cursor.
+
+Addressed entries and alerts carry their status from the coordination index (who acked, who is
+still waiting, what resolved them); entries the inbox or the alerts section already show are
+left out here, so the pack never shows one twice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.app.inbox import entry_head, status_note
+from vaultmem.app.sections import Section, fence
+from vaultmem.core import clock
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import entry, reading
+from vaultmem.nexus.coord import Item
+
+if TYPE_CHECKING:
+    from vaultmem.nexus.coord import Index
+
+SCAN_LIMIT = 2000  # entries read back at most when looking for the agent's own recent entries
+BODY_CHARS = 1200  # body shown per entry in the pack (the log keeps it whole)
+
+
+def entry_line(e: entry.Entry, *, awaiting: bool = False, note: str = "") -> str:
+    """One entry in the pack: `- [id] time agent · channel · type → to: summary`, its acks, its
+    status (`note`), a flag when it waits for an ack, and the body indented."""
+    flag = " — AWAITING ACK" if awaiting else ""
+    acks = f" (acks {', '.join(e.acks)})" if e.acks else ""
+    head = f"- {entry_head(e)}{acks}{note}{flag}"
+    if not e.body:
+        return head
+    body = (
+        e.body if len(e.body) <= BODY_CHARS else e.body[:BODY_CHARS] + " …(cut; see vaultmem log)"
+    )
+    return head + "\n" + "\n".join(f"    {ln}" if ln else "" for ln in body.split("\n"))
+
+
+def _author(entry_id: str) -> str:
+    return entry_id.rsplit(".", 1)[0]
+
+
+def log_sections(
+    vault: Vault,
+    agent: str,
+    cursor: dict[str, Any] | None,
+    *,
+    index: Index | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> tuple[list[Section], dict[str, Any]]:
+    """(new entries of others, own recent entries) and where the cursor goes once they are
+    delivered. `cursor` is where the agent's last read ended (None: a first read); `skip` are
+    ids other sections show (the inbox, open alerts)."""
+    settings = vault.config.read
+    newest: entry.Entry | None = None
+    others: list[entry.Entry] = []
+    own: list[entry.Entry] = []
+    acked: set[str] = set()
+    # per acked id: {agent: its ack}, and resolutions, as far as the scan went; the acks of an
+    # entry come after it, so for every entry listed here they are complete
+    ackers: dict[str, dict[str, str]] = {}
+    resolutions: dict[str, dict[str, Any]] = {}
+    reached = cursor is None  # a first read shows the latest window
+    more = False
+    elsewhere = 0
+    for scanned, e in enumerate(reading.iter_reverse(vault.live_context), 1):
+        if newest is None:
+            newest = e
+        if cursor is not None and e.id == cursor["id"] and e.hash == cursor.get("hash"):
+            reached = True
+        if e.agent == agent:
+            if len(own) < settings.recent_own:
+                own.append(e)
+        elif not reached or (cursor is None and len(others) < settings.max_new_entries):
+            if e.id in skip:
+                elsewhere += 1
+            elif len(others) < settings.max_new_entries:
+                others.append(e)
+            else:
+                more = True
+        for a in e.acks:
+            if _author(a) != e.agent:
+                acked.add(a)
+                ackers.setdefault(a, {})[e.agent] = e.id  # read backwards: the first one wins
+        target = e.extra.get("resolves") if e.type == entry.EntryType.RESOLVE else None
+        if isinstance(target, str):
+            resolutions[target] = {"id": e.id, "by": e.agent, "time": e.time, "why": e.body}
+        others_done = (
+            reached or more or (cursor is None and len(others) >= settings.max_new_entries)
+        )
+        if others_done and (len(own) >= settings.recent_own or scanned >= SCAN_LIMIT):
+            break
+    others.reverse()
+    own.reverse()
+    agents = index.agents if index is not None else vault.known_agents()
+
+    def shown(e: entry.Entry) -> tuple[dict[str, Any], str]:
+        """The entry as JSON with its status, and its line in the pack."""
+        item = index.get(e.id) if index is not None else None
+        if item is None and e.to:  # closed for everyone, so dropped from the index
+            item = Item(e, ackers.get(e.id, {}), resolutions.get(e.id), "")
+        if item is not None:  # addressed, or an alert: the index knows its status
+            waiting = agent in item.waiting_for(agents)
+            data = {**e.to_dict(), "awaiting_ack": waiting, **item.status(agents)}
+            note = status_note(item, agents)
+        else:  # an unaddressed handoff or question: the first other agent's ack closes it
+            waiting = e.agent != agent and e.type in entry.WANTS_ACK and e.id not in acked
+            data, note = {**e.to_dict(), "awaiting_ack": waiting}, ""
+        return data, entry_line(e, awaiting=waiting, note=note)
+
+    rel = vault.rel(vault.live_context)
+    sections = []
+    since = cursor["id"] if cursor else None
+    new_data, lines = [], []
+    for e in others:
+        data, line = shown(e)
+        new_data.append(data)
+        lines.append(line)
+    if cursor is None:
+        intro = f"First read: the latest {len(others)} entries from other agents."
+    else:
+        intro = f"{len(others)} new entries from other agents since {since or 'your last read'}."
+    if elsewhere:
+        intro += f" {elsewhere} more are shown above (your inbox, open alerts)."
+    if more:
+        intro += (
+            f" More were written; only the latest {settings.max_new_entries} are shown"
+            f" (see all with: vaultmem log --since {since})."
+            if since
+            else ""
+        )
+    text = intro + ("\n\n" + fence("\n".join(lines)) if lines else "")
+    sections.append(
+        Section(
+            "new_entries",
+            "New on the live log",
+            text,
+            {"since": since, "more": more, "entries": new_data},
+            rel,
+            30,
+            ids=tuple(e.id for e in others),
+        )
+    )
+    if own:
+        own_shown = [shown(e) for e in own]
+        sections.append(
+            Section(
+                "own_entries",
+                "Your recent entries",
+                fence("\n".join(line for _d, line in own_shown)),
+                [d for d, _line in own_shown],
+                rel,
+                40,
+                ids=tuple(e.id for e in own),
+            )
+        )
+    new_cursor: dict[str, Any]
+    if newest is not None:
+        new_cursor = {"id": newest.id, "hash": newest.hash, "time": newest.time}
+    else:  # an empty log: remember that the agent has read it, so the next read is not a "first"
+        new_cursor = {"id": None, "hash": None, "time": clock.stamp_ms()}
+    return sections, new_cursor
