@@ -373,7 +373,8 @@ def test_a_huge_sequence_number_does_not_hang_verify_or_repair(world: tuple[Path
     from vaultmem.nexus import signing
 
     e = log.append(v, "ella", "normal").entry
-    big = replace(e, id="ella.1000000000000", seq=10**12, summary="huge", hash="", sig=None)
+    huge = f"{fmt.chain_of(e.id)}.{10**12}"  # on the chain this machine writes
+    big = replace(e, id=huge, seq=10**12, summary="huge", hash="", sig=None)
     big = replace(big, hash=big.compute_hash())
     signer = signing.signer_for(v, "ella")
     assert signer is not None

@@ -22,7 +22,7 @@ from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.fsio import append_line
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
-from vaultmem.core.vault import STATE_DIR, Vault
+from vaultmem.core.vault import Vault
 
 _ROTATED = re.compile(r"(?P<agent>[a-z0-9][a-z0-9_-]{0,39})\.(?P<n>[0-9]{1,9})\.jsonl")
 COMMANDS = ("read", "recall", "inbox")
@@ -45,11 +45,11 @@ class Receipt:
 
 
 def receipts_dir(vault: Vault) -> Path:
-    return vault.path(f"{STATE_DIR}/receipts")
+    return vault.state("receipts")
 
 
 def _current(vault: Vault, agent: str) -> Path:
-    return receipts_dir(vault) / f"{agent}.jsonl"
+    return vault.state("receipts", f"{agent}.jsonl")
 
 
 def _rotated(vault: Vault, agent: str) -> list[tuple[int, Path]]:
@@ -74,7 +74,7 @@ def _rotate(vault: Vault, agent: str, incoming: int) -> None:
     except FileNotFoundError:
         return
     with exclusive(
-        lock_path(vault.state_dir, f"receipts-{agent}"),
+        lock_path(vault, f"receipts-{agent}"),
         vault.config.log.lock_timeout,
         what="receipts",
     ):

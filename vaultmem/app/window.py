@@ -39,7 +39,7 @@ def entry_line(e: entry.Entry, *, awaiting: bool = False, note: str = "") -> str
 
 
 def _author(entry_id: str) -> str:
-    return entry_id.rsplit(".", 1)[0]
+    return entry.author_of(entry_id)
 
 
 def log_sections(

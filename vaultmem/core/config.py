@@ -172,6 +172,8 @@ def _check_range(rules: Any, where: str, value: Any, path: Path) -> None:
 
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+
+
 def _check_values(config: Config, path: Path) -> Config:
     """Values that have a grammar or a range, beyond their TOML type."""
     from vaultmem.core.clock import parse_duration

@@ -20,7 +20,7 @@ from typing import Any
 
 from vaultmem.core.errors import EntryNotFoundError, RefusedError, UsageError
 from vaultmem.core.fsio import atomic_write
-from vaultmem.core.vault import STATE_DIR, Vault, validate_name
+from vaultmem.core.vault import Vault, validate_name
 from vaultmem.nexus import coord
 from vaultmem.nexus.entry import WANTS_ACK, Entry, EntryType, validate_id
 
@@ -45,7 +45,7 @@ class Sighting:
 
 
 def seen_path(vault: Vault) -> Path:
-    return vault.path(f"{STATE_DIR}/alerts/seen.json")
+    return vault.state("alerts", "seen.json")
 
 
 def sightings(vault: Vault) -> dict[str, Sighting]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import replace_cache
-from vaultmem.core.vault import STATE_DIR, Vault
+from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import (
     ALL,
     Entry,
@@ -128,7 +128,7 @@ class Index:
 
 
 def index_path(vault: Vault) -> Path:
-    return vault.path(f"{STATE_DIR}/coord/live.json")
+    return vault.state("coord", "live.json")
 
 
 def _item(raw: dict[str, Any]) -> Item:

@@ -24,6 +24,9 @@ escaped forms as the original text.
 
 Every grammar here is a full match: a value with a trailing newline is not a channel, an id or
 a time.
+
+Why this module is long: it is one contract (docs/FORMAT.md). Rendering, parsing, escaping and
+the canonical form must change together, and splitting them would invite one to drift.
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ SEP = " · "
 CHANNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}")
 
 
-ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}\.d?[0-9]{1,12}")
+# `ella.12`, `ella.d3` (decision log), and on another machine's chain `ella.k2f7.3`
+ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}(?:\.[a-z2-7]{4})?\.d?[0-9]{1,12}")
 
 
 TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
@@ -462,8 +466,30 @@ def _heads(raw: Any) -> dict[str, list[Any]]:
     return out
 
 
-def entry_id(agent: str, seq: int, log: str) -> str:
-    return f"{agent}.d{seq}" if log == "decisions" else f"{agent}.{seq}"
+def entry_id(agent: str, seq: int, log: str, device: str = "") -> str:
+    """`ella.12` / `ella.d3`, or `ella.k2f7.12` on the chain of device k2f7."""
+    chain = f"{agent}.{device}" if device else agent
+    return f"{chain}.d{seq}" if log == "decisions" else f"{chain}.{seq}"
+
+
+def chain_id(chain: str, seq: int, log: str) -> str:
+    """The id of entry `seq` of a chain (`ella`, `ella.k2f7`)."""
+    return f"{chain}.d{seq}" if log == "decisions" else f"{chain}.{seq}"
+
+
+def chain_of(entry_id_: str) -> str:
+    """The chain an id belongs to: `ella` or `ella.k2f7` (the id without its number)."""
+    return entry_id_.rsplit(".", 1)[0]
+
+
+def device_of(entry_id_: str) -> str:
+    """The device of an id's chain: "" for the agent's first machine."""
+    parts = entry_id_.split(".")
+    return parts[1] if len(parts) == 3 else ""
+
+
+def author_of(entry_id_: str) -> str:
+    return entry_id_.split(".", 1)[0]
 
 
 def validate_channel(channel: str) -> str:

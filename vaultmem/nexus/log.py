@@ -26,6 +26,7 @@ from vaultmem.nexus.entry import (
     LOGS,
     TIME_RE,
     Entry,
+    chain_of,
     entry_from_dict,
     entry_id,
     fold_summary,
@@ -152,12 +153,14 @@ def save_heads(vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]]) 
 
 
 def rebuild_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
-    """Per agent: [last seq, its hash], from every file of the log and the journal."""
+    """Per chain (`ella`, `ella.k2f7`): [last seq, its hash], from every file of the log and
+    the journal."""
     heads: dict[str, list[Any]] = {}
 
     def see(e: Entry) -> None:
-        if e.agent not in heads or e.seq > heads[e.agent][0]:
-            heads[e.agent] = [e.seq, e.hash]
+        chain = chain_of(e.id)
+        if chain not in heads or e.seq > heads[chain][0]:
+            heads[chain] = [e.seq, e.hash]
 
     for path in chain_files(vault, log):
         for e in read_file(path).entries:
@@ -298,10 +301,12 @@ def append(
             if seen.resolved is not None:
                 extra["reraises"] = seen.resolved
         heads = current_heads(vault, log)
-        last_seq, last_hash = heads.get(agent, [0, None])
+        device = signer.device if signer else ""
+        chain = f"{agent}.{device}" if device else agent
+        last_seq, last_hash = heads.get(chain, [0, None])
         seq = int(last_seq) + 1
         entry = Entry(
-            id=entry_id(agent, seq, log),
+            id=entry_id(agent, seq, log, device),
             agent=agent,
             seq=seq,
             time=time or clock.stamp_ms(),
@@ -315,12 +320,12 @@ def append(
             log=log,
             prev=last_hash,
             key=signer.key_id if signer else None,
-            heads=anchors(heads, agent),
+            heads=anchors(heads, chain),
         )
         digest = entry.compute_hash()
         entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
         _write_entry(vault, log, path, entry)
-        heads[agent] = [seq, digest]
+        heads[chain] = [seq, digest]
         save_heads(vault, log, file_stamp(path), heads)
     # The journal is written after the lock is released: one O_APPEND write of one line, so
     # concurrent writers never interleave, and the log's lock is held for one fsync, not two.
@@ -333,13 +338,13 @@ ANCHOR_HEX = 16  # hex digits of an anchored head's hash (64 bits)
 
 
 def anchors(heads: dict[str, list[Any]], writer: str) -> dict[str, list[Any]]:
-    """The other agents' chain heads as this writer sees them, to sign into its entry: anyone
+    """The other chains' heads as this writer's chain sees them, to sign into its entry: anyone
     who later drops or rewrites one of those entries breaks a signature they cannot remake
     (docs/FORMAT.md, "Anchored heads")."""
     out: dict[str, list[Any]] = {}
-    for agent, (seq, digest) in sorted(heads.items()):
-        if agent != writer and isinstance(digest, str) and digest.startswith("sha256:"):
-            out[agent] = [int(seq), digest[7 : 7 + ANCHOR_HEX]]
+    for chain, (seq, digest) in sorted(heads.items()):
+        if chain != writer and isinstance(digest, str) and digest.startswith("sha256:"):
+            out[chain] = [int(seq), digest[7 : 7 + ANCHOR_HEX]]
     return out
 
 

@@ -38,6 +38,7 @@ KEY_DOMAIN = b"vaultmem-key-v1\n"
 _KEY_LINE = re.compile(
     r"- `(?P<id>k-[0-9a-f]{16})` ed25519 `(?P<pub>[A-Za-z0-9+/]{43}=)`"
     r"(?: created (?P<created>\S+))?"
+    r"(?: device (?P<device>[a-z2-7]{4}))?"
     r"(?: approved-by (?:`(?P<by_key>k-[0-9a-f]{16})` sig `(?P<ksig>[A-Za-z0-9+/]{86}==)`"
     r"|reviewer (?P<reviewer>[a-z0-9][a-z0-9_-]{0,39})(?: (?P<at>\S+))?))?"
 )
@@ -62,6 +63,7 @@ class PublicKey:
     by_key: str | None = None
     key_sig: str | None = None
     reviewer: str | None = None
+    device: str = ""  # the chain its entries go to: "" for the agent's first machine
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -102,9 +104,11 @@ def keys_file(vault: Vault, agent: str) -> Path:
     return vault.agent_dir(agent) / KEYS_FILE
 
 
-def key_statement(agent: str, key_id: str, public_b64: str) -> bytes:
-    """What an earlier key signs to vouch for a new one of the same agent."""
-    return KEY_DOMAIN + f"{agent}\n{key_id}\n{public_b64}".encode("ascii")
+def key_statement(agent: str, key_id: str, public_b64: str, device: str = "") -> bytes:
+    """What an earlier key signs to vouch for a new one of the same agent (and the chain it
+    writes, so a vouched key cannot be moved to another device's chain)."""
+    tail = f"\n{device}" if device else ""
+    return KEY_DOMAIN + f"{agent}\n{key_id}\n{public_b64}{tail}".encode("ascii")
 
 
 def _parse_keys(text: str, agent: str) -> list[PublicKey]:
@@ -122,6 +126,7 @@ def _parse_keys(text: str, agent: str) -> list[PublicKey]:
                     by_key=m["by_key"],
                     key_sig=m["ksig"],
                     reviewer=m["reviewer"],
+                    device=m["device"] or "",
                 )
             )
     return found
@@ -143,7 +148,9 @@ def _judge(keys: list[PublicKey], reviewers: tuple[str, ...]) -> list[PublicKey]
                     f"vouched for by {key.by_key}, which is not an earlier approved key",
                 )
             elif key.key_sig and verify_raw(
-                voucher.public, key_statement(key.agent, key.key_id, key.public), key.key_sig
+                voucher.public,
+                key_statement(key.agent, key.key_id, key.public, key.device),
+                key.key_sig,
             ):
                 verdict = (True, f"signed by {key.by_key}")
             else:
@@ -247,13 +254,21 @@ def _keys_header(agent: str) -> str:
 
 
 def register_public_key(
-    vault: Vault, agent: str, public_b64: str, created: str, *, approval: str = ""
+    vault: Vault,
+    agent: str,
+    public_b64: str,
+    created: str,
+    *,
+    approval: str = "",
+    device: str = "",
 ) -> Path:
     """Add one line to agents/<agent>/keys.md (created if missing), keeping what is there.
-    `approval` is the line's ` approved-by ...` part, if any."""
+    `device` is the chain the key writes ("" for the agent's first machine); `approval` is the
+    line's ` approved-by ...` part, if any."""
     path = keys_file(vault, agent)
     kid = key_id_for(base64.b64decode(public_b64))
-    line = f"- `{kid}` ed25519 `{public_b64}` created {created}{approval}\n"
+    where = f" device {device}" if device else ""
+    line = f"- `{kid}` ed25519 `{public_b64}` created {created}{where}{approval}\n"
     with exclusive(lock_path(vault, f"keys-{agent}"), vault.config.log.lock_timeout, what="keys"):
         try:
             text, _problem = _read_keys_text(path)
@@ -307,6 +322,7 @@ def create_key(vault: Vault, agent: str) -> KeyInfo:
     public_b64 = base64.b64encode(public_raw).decode("ascii")
     existing = agent_keys(vault, agent)
     approval = ""
+    device = ""  # the agent's first key writes the plain chain (ella.1, ella.2, ...)
     if existing:
         # rotation: the newest approved key this machine holds vouches for the new one
         voucher = next(
@@ -318,10 +334,17 @@ def create_key(vault: Vault, agent: str) -> KeyInfo:
             None,
         )
         if voucher is not None:
+            # a rotation on this machine: the new key continues the same chain
+            device = voucher.device
             signer = Signer(agent, voucher.key_id, private_key_path(agent, voucher.key_id))
-            sig = signer.sign_raw(key_statement(agent, kid, public_b64))
+            sig = signer.sign_raw(key_statement(agent, kid, public_b64, device))
             approval = f" approved-by `{voucher.key_id}` sig `{sig}`"
-    kfile = register_public_key(vault, agent, public_b64, created, approval=approval)
+        else:
+            # another machine: its own chain, so no sequence number is ever handed out twice
+            from vaultmem.nexus.device import device_id
+
+            device = device_id() or ""
+    kfile = register_public_key(vault, agent, public_b64, created, approval=approval, device=device)
     judged = next((k for k in agent_keys(vault, agent) if k.key_id == kid), None)
     return KeyInfo(
         agent,
@@ -386,10 +409,11 @@ def ensure_key(vault: Vault, agent: str) -> KeyInfo | None:
 class Signer:
     """Signs with one private key; cryptography is loaded on the first signature."""
 
-    def __init__(self, agent: str, key_id: str, path: Path) -> None:
+    def __init__(self, agent: str, key_id: str, path: Path, device: str = "") -> None:
         self.agent = agent
         self.key_id = key_id
         self.path = path
+        self.device = device  # the chain this key writes
         self._key: Any = None
 
     def _load(self) -> Any:
@@ -429,7 +453,7 @@ def signer_for(vault: Vault, agent: str) -> Signer | None:
     for key in reversed(agent_keys(vault, agent, judge=False)):
         path = private_key_path(agent, key.key_id)
         if path.is_file():
-            return Signer(agent, key.key_id, path)
+            return Signer(agent, key.key_id, path, key.device)
     return None
 
 

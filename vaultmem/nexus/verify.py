@@ -103,7 +103,7 @@ def _verify_log(
         if e.compute_hash() != e.hash:
             bad("edited", f"{e.id} was changed after it was written (its hash no longer matches)")
             continue
-        if e.id != entry.entry_id(e.agent, e.seq, e.log):
+        if e.id != entry.entry_id(e.agent, e.seq, e.log, entry.device_of(e.id)):
             bad("forged", f"{e.id} does not match its agent and sequence number")
             continue
         if not e.sig or not e.key:
@@ -127,6 +127,13 @@ def _verify_log(
                 bad(
                     "forged",
                     f"{e.id}: the signature does not match (not made with {e.agent}'s key {e.key})",
+                )
+                continue
+            if pk.device != entry.device_of(e.id):
+                bad(
+                    "forged",
+                    f"{e.id} is on the chain of {entry.chain_of(e.id)} but signed with {e.key}, "
+                    f"the key of another machine's chain ({pk.device or 'the first machine'})",
                 )
                 continue
             if not pk.approved:
@@ -161,31 +168,33 @@ def _verify_log(
                 )
             continue
         by_id[e.id] = e
-        chains[e.agent][e.seq] = e
-        if e.seq < last_seq.get(e.agent, 0):
+        name = entry.chain_of(e.id)
+        chains[name][e.seq] = e
+        if e.seq < last_seq.get(name, 0):
             problems.append(
                 LogProblem(
                     rel,
                     "reordered",
-                    f"{e.id} stands after {e.agent}.{last_seq[e.agent]} (out of order)",
+                    f"{e.id} stands after {entry.chain_id(name, last_seq[name], log_name)} "
+                    "(out of order)",
                     e.id,
                     e.line_start,
                 )
             )
-        last_seq[e.agent] = max(last_seq.get(e.agent, 0), e.seq)
+        last_seq[name] = max(last_seq.get(name, 0), e.seq)
 
     journal = {e.id: e for e in log.read_journal(vault, log_name)}
     live_rel = vault.rel(log.log_file(vault, log_name))
     reported_missing: set[str] = set()
-    damaged = defaultdict(set)  # agent -> seqs present in the files but not verifiable
+    damaged = defaultdict(set)  # chain -> seqs present in the files but not verifiable
     for _rel, e in located:
-        damaged[e.agent].add(e.seq)
+        damaged[entry.chain_of(e.id)].add(e.seq)
 
     def missing(mid: str, message: str) -> None:
         problems.append(LogProblem(live_rel, "missing", message, mid))
         reported_missing.add(mid)
 
-    for agent, chain in sorted(chains.items()):
+    for agent, chain in sorted(chains.items()):  # `agent` names a chain: ella or ella.k2f7
         # walk the sequence numbers present, never a range: a forged seq of 10**12 costs
         # nothing, and a gap is reported once, as a range, when it is long
         expected_next = 1
@@ -197,12 +206,12 @@ def _verify_log(
                     if s not in damaged[agent]
                 ]
                 for s in gap:
-                    mid = entry.entry_id(agent, s, log_name)
+                    mid = entry.chain_id(agent, s, log_name)
                     hint = " (the journal has it: run vaultmem repair)" if mid in journal else ""
                     missing(mid, f"{mid} is missing: {agent}'s sequence jumps over it{hint}")
                 if seq - expected_next > GAP_DETAIL:
-                    first = entry.entry_id(agent, expected_next + GAP_DETAIL, log_name)
-                    last = entry.entry_id(agent, seq - 1, log_name)
+                    first = entry.chain_id(agent, expected_next + GAP_DETAIL, log_name)
+                    last = entry.chain_id(agent, seq - 1, log_name)
                     missing(
                         first,
                         f"{first} … {last} are missing ({seq - expected_next - GAP_DETAIL:,} "
@@ -227,7 +236,7 @@ def _verify_log(
     # dropped newest entry or a rewritten chain shows even on a fresh clone with no journal
     for rel, e in good:
         for other, (seq, prefix) in sorted(e.heads.items()):
-            tid = entry.entry_id(other, seq, log_name)
+            tid = entry.chain_id(other, seq, log_name)
             target = chains.get(other, {}).get(seq)
             if target is None:
                 if tid in reported_missing or seq in damaged[other]:

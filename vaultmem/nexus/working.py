@@ -233,7 +233,7 @@ def _update(vault: Vault, agent: str, change: Callable[[list[Item]], T]) -> T:
     path = _path(vault, agent)
     target = vault.path(vault.rel(path))
     with exclusive(
-        lock_path(vault.state_dir, f"working-{agent}"),
+        lock_path(vault, f"working-{agent}"),
         vault.config.log.lock_timeout,
         what="working memory",
     ):

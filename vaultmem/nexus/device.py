@@ -1,0 +1,50 @@
+"""This machine's device id: which chain an agent writes when it writes from here.
+
+An agent that writes from several machines has one chain per machine, so two machines never
+hand out the same sequence number. The chain of the agent's first key (usually the machine the
+vault was made on) keeps plain ids, `ella.12`; another machine's chain carries its device id,
+`ella.k2f7.3`. The id is four characters (lowercase base32, `[a-z2-7]`), created once per
+`VAULTMEM_HOME` and written next to the private keys.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+
+from vaultmem.core import config
+from vaultmem.core.errors import VaultmemError
+
+DEVICE_RE = re.compile(r"[a-z2-7]{4}")
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
+
+
+def device_id(*, create: bool = True) -> str | None:
+    """This machine's device id (made on first use when `create`)."""
+    path = config.home_dir() / "device"
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        text = ""
+    if DEVICE_RE.fullmatch(text):
+        return text
+    if not create:
+        return None
+    made = "".join(secrets.choice(_ALPHABET) for _ in range(4))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, made.encode("ascii") + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except FileExistsError:
+        return device_id(create=False) or made  # another process made it first
+    except OSError as exc:
+        raise VaultmemError(
+            f"cannot write this machine's device id {path}: {exc.strerror}",
+            "check that VAULTMEM_HOME is writable",
+        ) from exc
+    return made
