@@ -52,10 +52,18 @@ class ReadSettings:
     max_new_entries: int = 50
 
 
+RECALL_MODES = ("auto", "keyword", "semantic", "hybrid")
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
 @dataclass(frozen=True)
 class RecallSettings:
     limit: int = 10
     max_file_bytes: int = 2_000_000
+    # "auto": hybrid when the semantic extra is installed, keyword otherwise
+    mode: str = "auto"
+    # the embedding model (semantic extra): a name, a hub id or a local folder
+    model: str = DEFAULT_MODEL
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,12 @@ def parse_config(text: str, path: Path) -> Config:
             f"{path}: language {language!r} is not supported",
             f"use one of: {', '.join(SUPPORTED_LANGUAGES)}",
         )
+    recall = _section(RecallSettings, raw.get("recall"), "recall", path)
+    if recall.mode not in RECALL_MODES:
+        raise ConfigError(
+            f"{path}: [recall] mode {recall.mode!r} is not a recall mode",
+            f"use one of: {', '.join(RECALL_MODES)}",
+        )
     default_reviewer = raw.get("default_reviewer")
     if default_reviewer is not None and not isinstance(default_reviewer, str):
         raise ConfigError(
@@ -151,7 +165,7 @@ def parse_config(text: str, path: Path) -> Config:
         log=_section(LogSettings, raw.get("log"), "log", path),
         secrets=_section(SecretSettings, raw.get("secrets"), "secrets", path),
         read=_section(ReadSettings, raw.get("read"), "read", path),
-        recall=_section(RecallSettings, raw.get("recall"), "recall", path),
+        recall=recall,
         llm=_section(LLMSettings, raw.get("llm"), "llm", path),
         bank=_section(BankSettings, raw.get("bank"), "bank", path),
     )
