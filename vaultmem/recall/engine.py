@@ -297,6 +297,10 @@ class Searcher:
         return int(self.searcher.doc_count())
 
     def _build(self, q: Query) -> tuple[Any, Any, Any, list[Any]]:
+        main, flt, mask, leaves, _required = self._parts(q)
+        return main, flt, mask, leaves
+
+    def _parts(self, q: Query) -> tuple[Any, Any, Any, list[Any], list[Any]]:
         from whoosh import query as wq
 
         scored: list[Any] = []
@@ -376,7 +380,7 @@ class Searcher:
                 masks.append(wq.TermRange("valid_until", None, q.today, endexcl=True))
             mask = wq.Or(masks)
         flt = wq.And(filters) if filters else None
-        return main, flt, mask, leaves
+        return main, flt, mask, leaves, required
 
     def search(self, q: Query, *, limit: int, explain: bool = False) -> list[RawHit]:
         """Top documents; BM25F scores scaled by how much of the query each one covers.
@@ -406,6 +410,26 @@ class Searcher:
             if explain:
                 contrib = self._explain(r.docnum, leaves)
             hits.append(RawHit(score, dict(r.fields()), contrib))
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    def fetch(self, q: Query, scored: list[tuple[str, float]]) -> list[RawHit]:
+        """The documents among `scored` (docid, score) that `q`'s filters, visibility and
+        required phrases allow, with their stored fields; the given scores kept, best first.
+
+        Dense candidates pass through here so that every mode filters exactly as keyword
+        search does (kinds, agents' private folders, retracted facts, `under`, ...).
+        """
+        from whoosh import query as wq
+
+        if not scored or not self.searcher.doc_count():
+            return []
+        _main, flt, mask, _leaves, required = self._parts(q)
+        wanted = wq.Or([wq.Term("docid", docid) for docid, _s in scored])
+        main = wq.And([wanted, *required]) if required else wanted
+        results = self.searcher.search(main, limit=len(scored), filter=flt, mask=mask)
+        score = dict(scored)
+        hits = [RawHit(score[r["docid"]], dict(r.fields())) for r in results]
         hits.sort(key=lambda h: -h.score)
         return hits
 

@@ -227,9 +227,7 @@ def sync(
     rebuilt = current is None
     known = current.files if current is not None else {}
     changed = sorted(
-        rel
-        for rel in index.files
-        if rel in reindexed or known.get(rel) != _state(index, rel)
+        rel for rel in index.files if rel in reindexed or known.get(rel) != _state(index, rel)
     )
     removed = sorted(rel for rel in known if rel not in index.files)
     if current is not None and not changed and not removed:
