@@ -169,21 +169,26 @@ def _is_static(folder: Path) -> bool:
         return "embeddings" in fh.keys()  # noqa: SIM118 (safe_open has keys(), no __iter__)
 
 
+def _bert_config(folder: Path) -> bool:
+    """A transformer's config.json (a model2vec folder has one too, without layers)."""
+    try:
+        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(raw, dict) and "num_hidden_layers" in raw
+
+
 def _is_bert(folder: Path) -> bool:
-    return (folder / MODEL_FILE).is_file() and (folder / "config.json").is_file()
+    return (folder / MODEL_FILE).is_file() and _bert_config(folder)
 
 
 def ready(name: str) -> bool:
     """True when the model can be loaded now, with no download and no distilling (cheap: a
     few stats, nothing imported)."""
     local = Path(name).expanduser()
-    if local.is_dir():
-        return (
-            (local / MODEL_FILE).is_file()
-            and (local / TOKENIZER_FILE).is_file()
-            and not (local / "config.json").is_file()
-        )
-    made = models_dir() / _slug(name)
+    if local.is_dir() and not _bert_config(local):
+        return (local / MODEL_FILE).is_file() and (local / TOKENIZER_FILE).is_file()
+    made = models_dir() / _slug(name)  # a BERT folder or a name: the static model made from it
     return (made / INFO_FILE).is_file() and (made / MODEL_FILE).is_file()
 
 
