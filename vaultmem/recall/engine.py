@@ -45,6 +45,16 @@ PROXIMITY_BOOST = 0.2
 COVERAGE_POWER = 0.5
 
 
+# Notes vaultmem maintains for itself carry a `vaultmem/...` tag (agents/*/keys.md, Review.md):
+# they hold words (key, review, agent names) that questions share with real facts, never the
+# facts themselves, so their scores are scaled down (keys.md ranked 2nd for "idempotency key
+# checkout" before).
+MACHINE_TAG = "vaultmem/"
+
+
+MACHINE_WEIGHT = 0.25
+
+
 # words of a question that say what kind of answer is wanted, not what it is about
 QUERY_STOP = frozenset(
     [
@@ -210,6 +220,12 @@ class RawHit:
     score: float
     fields: dict[str, Any]
     explain: tuple[tuple[str, float], ...] = ()
+    matched: frozenset[str] = frozenset()  # the plain query terms this document holds
+
+
+def machine_weight(stored: dict[str, Any]) -> float:
+    tags = str(stored.get("tags") or "")
+    return MACHINE_WEIGHT if any(t.startswith(MACHINE_TAG) for t in tags.split(",")) else 1.0
 
 
 @dataclass(frozen=True)
@@ -400,16 +416,17 @@ class Searcher:
         total = sum(plain.values())
         hits = []
         for r in results:
-            score = float(r.score)
+            stored = dict(r.fields())
+            score = float(r.score) * machine_weight(stored)
             contrib: tuple[tuple[str, float], ...] = ()
+            matched = {text for _f, text in (r.matched_terms() or ())}
+            seen = {t.decode() if isinstance(t, bytes) else t for t in matched}
             if total > 0 and COVERAGE_POWER:
-                matched = {text for _f, text in (r.matched_terms() or ())}
-                seen = {t.decode() if isinstance(t, bytes) else t for t in matched}
                 share = sum(w for t, w in plain.items() if t in seen) / total
                 score *= share**COVERAGE_POWER
             if explain:
                 contrib = self._explain(r.docnum, leaves)
-            hits.append(RawHit(score, dict(r.fields()), contrib))
+            hits.append(RawHit(score, stored, contrib, frozenset(seen & plain.keys())))
         hits.sort(key=lambda h: -h.score)
         return hits
 
@@ -429,7 +446,10 @@ class Searcher:
         main = wq.And([wanted, *required]) if required else wanted
         results = self.searcher.search(main, limit=len(scored), filter=flt, mask=mask)
         score = dict(scored)
-        hits = [RawHit(score[r["docid"]], dict(r.fields())) for r in results]
+        hits = []
+        for r in results:
+            stored = dict(r.fields())
+            hits.append(RawHit(score[r["docid"]] * machine_weight(stored), stored))
         hits.sort(key=lambda h: -h.score)
         return hits
 

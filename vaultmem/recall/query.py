@@ -48,11 +48,16 @@ WHOLE_WEIGHT = 1.0
 CANDIDATES = 5
 _ENTRY_KINDS = ("log", "decision")
 MODES = ("keyword", "semantic", "hybrid")
+# Exact lookups (identifiers, rare terms): for a query of at most this many distinct terms, a
+# note that holds more of them ranks above one that holds fewer, whatever the fields (OR
+# semantics and BM25F otherwise let one word in a title beat a note with all the words).
+ALL_TERMS_MAX = 3
 # Hybrid: a calibrated score mix, (1 - w) * keyword score / best keyword score
-# + w * cosine rescaled over the dense candidates. Measured against reciprocal rank fusion on
-# LoCoMo conversations 0-4 only (bench/recall_quality.py --tune): RRF at any weight lowered
-# R@1 there, the mix at 0.2 raised it; 0.2 is kept because it also helps on conversations 5-9.
-SEMANTIC_WEIGHT = 0.2
+# + w * cosine rescaled over the dense candidates. Chosen on LoCoMo conversations 0-4 only
+# (bench/recall_quality.py --set query.SEMANTIC_WEIGHT=...): reciprocal rank fusion lowered
+# R@1 there at every weight tried (k 10-60, w 0.1-1.5: 0.737 -> 0.55-0.70); the mix at 0.1
+# kept R@1/MRR within 0.01 of keyword and R@5 +0.003, higher weights lost R@1.
+SEMANTIC_WEIGHT = 0.1
 # nearest documents taken from the embedding store before filters and grouping into notes
 DENSE_CANDIDATES = 200
 
@@ -364,21 +369,24 @@ def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end:
     return "\n".join(cache[rel][max(start, 1) - 1 : end])
 
 
-def _group(raw: list[engine.RawHit], *, support: bool) -> list[tuple[float, engine.RawHit]]:
+Ranked = list[tuple[float, engine.RawHit, int]]  # (score, best document, query terms held)
+
+
+def _group(raw: list[engine.RawHit], *, support: bool, short: bool = False) -> Ranked:
     """Sections of one note make one hit (log entries and decisions stay apart), best first.
 
     Keyword scores add up (the best section, some support from the others, the whole long
-    section); a cosine does not, so semantic hits keep their best document's.
+    section); a cosine does not, so semantic hits keep their best document's. For a `short`
+    query (see ALL_TERMS_MAX) notes that hold more of its terms come first.
     """
     groups: dict[str, list[engine.RawHit]] = {}
     for h in raw:
-        f = h.fields
-        key = f["docid"] if f.get("kind") in _ENTRY_KINDS else f["path"]
-        groups.setdefault(key, []).append(h)
-    scored = []
+        groups.setdefault(_group_key(h), []).append(h)
+    scored: Ranked = []
     for members in groups.values():
+        held = len(frozenset().union(*(m.matched for m in members))) if short else 0
         if not support:
-            scored.append((members[0].score, members[0]))
+            scored.append((members[0].score, members[0], held))
             continue
         parts = [m for m in members if m.fields.get("unit") != "whole"]
         wholes = [m for m in members if m.fields.get("unit") == "whole"]
@@ -386,8 +394,8 @@ def _group(raw: list[engine.RawHit], *, support: bool) -> list[tuple[float, engi
         score = best.score + SECTION_SUPPORT * sum(m.score for m in parts[1:])
         if wholes:
             score += WHOLE_WEIGHT * wholes[0].score
-        scored.append((score, best))
-    scored.sort(key=lambda x: -x[0])
+        scored.append((score, best, held))
+    scored.sort(key=lambda x: (-x[2], -x[0]))
     return scored
 
 
@@ -396,9 +404,7 @@ def _group_key(h: engine.RawHit) -> str:
     return str(f["docid"] if f.get("kind") in _ENTRY_KINDS else f["path"])
 
 
-def _dense(
-    searcher: engine.Searcher, parsed: engine.Query, model: StaticModel
-) -> list[tuple[float, engine.RawHit]]:
+def _dense(searcher: engine.Searcher, parsed: engine.Query, model: StaticModel) -> Ranked:
     from vaultmem.recall import embedder, vectors
 
     text = " ".join((*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)))
@@ -411,12 +417,16 @@ def _dense(
 
 
 def _fuse(
-    keyword: list[tuple[float, engine.RawHit]], dense: list[tuple[float, engine.RawHit]]
+    keyword: Ranked, dense: Ranked
 ) -> list[tuple[float, engine.RawHit, int | None, int | None]]:
-    """The calibrated mix of both rankings (see SEMANTIC_WEIGHT), with each side's rank."""
-    kw = {_group_key(h): (i, s, h) for i, (s, h) in enumerate(keyword, start=1)}
-    dn = {_group_key(h): (i, s, h) for i, (s, h) in enumerate(dense, start=1)}
-    top = keyword[0][0] if keyword and keyword[0][0] > 0 else 1.0
+    """The calibrated mix of both rankings (see SEMANTIC_WEIGHT), with each side's rank.
+
+    Keyword scores are divided by the best one, cosines rescaled between the best and the
+    last dense candidate; the terms a note holds (short queries) still order first.
+    """
+    kw = {_group_key(h): (i, s, h, held) for i, (s, h, held) in enumerate(keyword, start=1)}
+    dn = {_group_key(h): (i, s, h) for i, (s, h, _held) in enumerate(dense, start=1)}
+    top = max((s for s, _h, _held in keyword), default=0.0) or 1.0
     hi = dense[0][0] if dense else 1.0
     lo = dense[-1][0] if dense else 0.0
     span = hi - lo if hi > lo else 1.0
@@ -427,10 +437,11 @@ def _fuse(
         score = (1 - SEMANTIC_WEIGHT) * (k[1] / top if k else 0.0) + SEMANTIC_WEIGHT * (
             (d[1] - lo) / span if d else 0.0
         )
+        held = k[3] if k else 0
         best = k[2] if k else d[2]  # type: ignore[index]
-        out.append((score, best, k[0] if k else None, d[0] if d else None))
-    out.sort(key=lambda x: (-x[0], x[2] or 10**9))
-    return out
+        out.append((score, best, k[0] if k else None, d[0] if d else None, held))
+    out.sort(key=lambda x: (-x[4], -x[0], x[2] or 10**9))
+    return [(s, h, kr, dr) for s, h, kr, dr, _held in out]
 
 
 def _search(
@@ -443,14 +454,16 @@ def _search(
     mode: str = "keyword",
 ) -> list[Hit]:
     ranked: list[tuple[float, engine.RawHit, int | None, int | None]]
-    keyword: list[tuple[float, engine.RawHit]] = []
+    keyword: Ranked = []
     if mode != "semantic":
         raw = searcher.search(parsed, limit=max(limit * CANDIDATES, 50), explain=explain)
-        keyword = _group(raw, support=True)
+        short = 1 < len(set(searcher.plain_terms(parsed.words))) <= ALL_TERMS_MAX
+        keyword = _group(raw, support=True, short=short)
     if model is None or mode == "keyword":
-        ranked = [(s, h, i, None) for i, (s, h) in enumerate(keyword, start=1)]
+        ranked = [(s, h, i, None) for i, (s, h, _held) in enumerate(keyword, start=1)]
     elif mode == "semantic":
-        ranked = [(s, h, None, i) for i, (s, h) in enumerate(_dense(searcher, parsed, model), 1)]
+        dense = _dense(searcher, parsed, model)
+        ranked = [(s, h, None, i) for i, (s, h, _held) in enumerate(dense, start=1)]
     else:
         ranked = _fuse(keyword, _dense(searcher, parsed, model))
     wanted: set[str] = set()
