@@ -96,40 +96,64 @@ class StaticModel:
         if not texts:
             return out
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        for i, enc in enumerate(encodings):
-            ids = enc.ids
-            if ids:
-                out[i] = self.table[ids].mean(axis=0)
+        lengths = np.array([len(e.ids) for e in encodings])
+        rows = np.flatnonzero(lengths)
+        if len(rows):
+            ids = np.concatenate([encodings[i].ids for i in rows])
+            # one gather from the (memory-mapped) table, then the sum of each text's run
+            sums = np.add.reduceat(
+                np.asarray(self.table[ids], dtype=np.float32),
+                np.concatenate([[0], np.cumsum(lengths[rows])[:-1]]),
+            )
+            out[rows] = sums / lengths[rows, None]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 
 
+_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}
+
+
+def _map_table(path: Path) -> Any:
+    """The `embeddings` tensor of a safetensors file, memory-mapped (the format is an 8-byte
+    header length, a JSON header, then raw little-endian data): a query reads the few rows it
+    needs instead of the whole table."""
+    import numpy as np
+
+    with open(path, "rb") as fh:
+        length = int.from_bytes(fh.read(8), "little")
+        header = json.loads(fh.read(length))
+    entry = header.get("embeddings")
+    if not isinstance(entry, dict) or entry.get("dtype") not in _DTYPES:
+        raise ValueError("no 'embeddings' table of floats")
+    shape = tuple(int(x) for x in entry["shape"])
+    start, end = (int(x) for x in entry["data_offsets"])
+    if len(shape) != 2 or end - start != shape[0] * shape[1] * int(entry["dtype"][1:]) // 8:
+        raise ValueError(f"embeddings table of shape {shape} does not fit its bytes")
+    return np.memmap(
+        path, dtype=_DTYPES[entry["dtype"]], mode="r", offset=8 + length + start, shape=shape
+    )
+
+
 def load_static(folder: Path, *, name: str, source: str) -> StaticModel:
-    from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
     try:
-        tensors = load_file(str(folder / MODEL_FILE))
+        table = _map_table(folder / MODEL_FILE)
         tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
     except Exception as exc:  # a half-copied or foreign folder
         raise UnavailableError(
             f"embedding model {name!r} at {folder} cannot be loaded ({type(exc).__name__}: {exc})",
-            "check the [recall] model setting, or delete the folder to have it made again",
+            "check the [recall] model setting (a static model, model2vec layout, or a "
+            "sentence-transformers folder), or delete a made model to have it made again",
         ) from exc
-    table = tensors.get("embeddings")
-    if table is None or table.ndim != 2:
-        raise UnavailableError(
-            f"{folder / MODEL_FILE} holds no 'embeddings' table",
-            "a static model (model2vec layout) or a sentence-transformers folder is needed",
-        )
     tokenizer.no_truncation()
     tokenizer.no_padding()
     stat = (folder / MODEL_FILE).stat()
     digest = hashlib.blake2b(digest_size=8)
     digest.update(f"{name}:{stat.st_size}:{table.shape}".encode())
     digest.update(table[:: max(1, len(table) // 64)].tobytes())
-    return StaticModel(name, source, digest.hexdigest(), table.astype("float32"), tokenizer)
+    return StaticModel(name, source, digest.hexdigest(), table, tokenizer)
 
 
 _LOADED: dict[tuple[str, str], StaticModel] = {}
@@ -429,21 +453,29 @@ def _special_ids(folder: Path) -> tuple[int, int]:
 
 
 def to_bytes(matrix: Any) -> bytes:
+    """float32 .npy bytes: 4 bytes a dimension (1 KB a document at 256), memory-mappable, so a
+    cold recall neither reads nor converts the whole store."""
     import numpy as np
 
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(matrix, dtype=np.float16), allow_pickle=False)
+    np.save(buf, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
     return buf.getvalue()
 
 
 def from_file(path: Path, rows: int, dims: int) -> Any:
-    """A stored matrix as float32; ValueError when it is not what the manifest says."""
+    """A stored matrix, memory-mapped; ValueError when it is not what the manifest says."""
     import numpy as np
 
-    matrix = np.load(path, allow_pickle=False)
-    if matrix.shape != (rows, dims):
-        raise ValueError(f"{path.name}: shape {matrix.shape}, expected {(rows, dims)}")
-    return matrix.astype(np.float32)
+    matrix = np.load(path, allow_pickle=False, mmap_mode="r")
+    if matrix.shape != (rows, dims) or matrix.dtype != np.float32:
+        raise ValueError(f"{path.name}: {matrix.dtype} {matrix.shape}, expected {(rows, dims)}")
+    return matrix
+
+
+def in_memory(matrix: Any) -> Any:
+    import numpy as np
+
+    return np.array(matrix) if isinstance(matrix, np.memmap) else matrix
 
 
 def stack(parts: list[Any], dims: int) -> Any:
@@ -457,14 +489,25 @@ def take(matrix: Any, rows: list[int]) -> Any:
     return matrix[rows]
 
 
-def nearest(matrix: Any, query: Any, k: int) -> list[tuple[int, float]]:
-    """(row, cosine) of the k rows most similar to `query`, best first."""
+def nearest(
+    segments: list[tuple[Any, list[int] | None]], query: Any, k: int
+) -> list[tuple[int, float]]:
+    """(row, cosine) of the k live rows most similar to `query`, best first; rows are
+    numbered across the segments in order, and each segment's dead rows are listed."""
     import numpy as np
 
-    if not len(matrix):
+    parts = []
+    for matrix, dead in segments:
+        scores = np.asarray(matrix @ query, dtype=np.float32)
+        if dead:
+            scores[dead] = -np.inf
+        parts.append(scores)
+    if not parts:
         return []
-    scores = matrix @ query
-    k = min(k, len(scores))
+    scores = np.concatenate(parts)
+    k = min(k, int(np.isfinite(scores).sum()))
+    if k <= 0:
+        return []
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top])]
     return [(int(i), float(scores[i])) for i in top]

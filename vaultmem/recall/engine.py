@@ -256,6 +256,8 @@ class Searcher:
         self.language = vault.config.language
         self.ix, self.searcher = self._open()
         self.analyzer = self.ix.schema["body"].analyzer
+        # filter/mask query -> the documents it matches, for this open index only
+        self._sets: dict[str, frozenset[int]] = {}
 
     def _open(self) -> tuple[Any, Any]:
         from whoosh import scoring
@@ -435,23 +437,45 @@ class Searcher:
         required phrases allow, with their stored fields; the given scores kept, best first.
 
         Dense candidates pass through here so that every mode filters exactly as keyword
-        search does (kinds, agents' private folders, retracted facts, `under`, ...).
+        search does (kinds, agents' private folders, retracted facts, `under`, ...): the same
+        filter and mask queries, evaluated once per open index and kept as sets of documents.
         """
         from whoosh import query as wq
 
         if not scored or not self.searcher.doc_count():
             return []
         _main, flt, mask, _leaves, required = self._parts(q)
-        wanted = wq.Or([wq.Term("docid", docid) for docid, _s in scored])
-        main = wq.And([wanted, *required]) if required else wanted
-        results = self.searcher.search(main, limit=len(scored), filter=flt, mask=mask)
-        score = dict(scored)
+        if required:  # rare: a quoted phrase or field:words with a semantic query
+            wanted = wq.Or([wq.Term("docid", docid) for docid, _s in scored])
+            results = self.searcher.search(
+                wq.And([wanted, *required]), limit=len(scored), filter=flt, mask=mask
+            )
+            allowed = {r.docnum for r in results}
+        else:
+            allowed = None
+        allow = self._docs(flt)
+        deny = self._docs(mask)
         hits = []
-        for r in results:
-            stored = dict(r.fields())
-            hits.append(RawHit(score[r["docid"]] * machine_weight(stored), stored))
+        for docid, score in scored:
+            docnum = self.searcher.document_number(docid=docid)
+            if docnum is None or (allowed is not None and docnum not in allowed):
+                continue
+            if (allow is not None and docnum not in allow) or (deny and docnum in deny):
+                continue
+            stored = self.searcher.stored_fields(docnum)
+            hits.append(RawHit(score * machine_weight(stored), stored))
         hits.sort(key=lambda h: -h.score)
         return hits
+
+    def _docs(self, query: Any) -> frozenset[int] | None:
+        if query is None:
+            return None
+        key = repr(query)
+        cached = self._sets.get(key)
+        if cached is None:
+            cached = frozenset(query.docs(self.searcher))
+            self._sets[key] = cached
+        return cached
 
     def _explain(self, docnum: int, leaves: list[Any]) -> tuple[tuple[str, float], ...]:
         out = []

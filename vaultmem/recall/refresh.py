@@ -243,10 +243,20 @@ def vectors_in_line(vault: Vault, manifest: Manifest, model: StaticModel) -> boo
         return False
     if store is None or store.model != model.fingerprint:
         return False
-    return len(store.files) == len(manifest.files) and all(
+    key = (store.written_at, store.base, store.delta, manifest.generation, manifest.refreshed_at)
+    if _IN_LINE.get(str(vault.root)) == key:
+        return True
+    ok = len(store.files) == len(manifest.files) and all(
         store.files.get(rel) == (size, mtime, manifest.hashes.get(rel, ""))
         for rel, (size, mtime) in manifest.files.items()
     )
+    if ok:
+        _IN_LINE[str(vault.root)] = key
+    return ok
+
+
+# the last store write found in line with an index manifest (generation, write time), per vault
+_IN_LINE: dict[str, tuple[float, str, str, str, float]] = {}
 
 
 def _heartbeat_ok(vault: Vault) -> bool:
