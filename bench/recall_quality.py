@@ -153,6 +153,39 @@ def exact_vault(work: Path, model: str | None) -> tuple[Path, list[tuple[str, st
     return root, cases
 
 
+def bm25_baseline(vault: Path, rows: list[dict[str, object]]) -> list[tuple[float, ...]]:
+    """Plain stemmed BM25 (k1 1.2, b 0.75) over whole notes, the vault's analyzer: the floor
+    the ranker must beat on the untuned half."""
+    import math
+    from collections import Counter
+
+    from vaultmem.recall.engine import analyzer
+
+    ana = analyzer("en")
+    docs = {
+        p.relative_to(vault).as_posix(): Counter(t.text for t in ana(p.read_text(encoding="utf-8")))
+        for p in sorted(vault.glob("conv-*/*.md"))
+    }
+    avg = sum(sum(c.values()) for c in docs.values()) / len(docs)
+    df = Counter(t for c in docs.values() for t in c)
+    out = []
+    for q in rows:
+        terms = {t.text for t in ana(str(q["question"]))}
+        scores = {}
+        for path, c in docs.items():
+            length = sum(c.values())
+            s = 0.0
+            for t in terms:
+                if t in c:
+                    idf = math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5))
+                    s += idf * c[t] * 2.2 / (c[t] + 1.2 * (0.25 + 0.75 * length / avg))
+            if s:
+                scores[path] = s
+        ranked = sorted(scores, key=lambda p: -scores[p])
+        out.append(score(ranked, set(q["evidence_sessions"])))  # type: ignore[call-overload]
+    return out
+
+
 def run(
     recall: Callable[..., object], vault: object, rows: list[dict[str, object]], mode: str
 ) -> tuple[list[tuple[float, ...]], list[float]]:
@@ -213,6 +246,13 @@ def main() -> None:
             f"{len(paraphrased)} queries; exact: {len(cases)} lookups"
         )
         print(f"{'mode':9} {'set':15} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
+        base = bm25_baseline(vault_dir, rows)
+        for name, keep in (("tuned (0-4)", True), ("untuned (5-9)", False)):
+            found = [s for s, q in zip(base, rows, strict=True) if (q["conv"] in tuned) == keep]
+            r1, r5, r10, mrr = mean(found)
+            print(
+                f"{'BM25':9} {name:15} {len(found):>5} {r1:>6.3f} {r5:>6.3f} {r10:>6.3f} {mrr:>7.3f}"
+            )
         for mode in modes:
             started = time.perf_counter()
             first = recall(vault, "warm up", limit=1, mode=mode)

@@ -52,6 +52,14 @@ MODES = ("keyword", "semantic", "hybrid")
 # note that holds more of them ranks above one that holds fewer, whatever the fields (OR
 # semantics and BM25F otherwise let one word in a title beat a note with all the words).
 ALL_TERMS_MAX = 3
+# ...unless the query is a question ("when did Melanie paint a sunrise?"): questions keep
+# plain OR ranking (on LoCoMo conversations 0-4 the rule cost R@1 0.003 on questions).
+QUESTIONS_EXEMPT = 1
+_QUESTION = re.compile(
+    r"^\s*(who|whom|whose|what|when|where|which|why|how|did|does|do|is|are|was|were|has|have|"
+    r"can|could|would|should|will)\b",
+    re.IGNORECASE,
+)
 # Hybrid: a calibrated score mix, (1 - w) * keyword score / best keyword score
 # + w * cosine rescaled over the dense candidates. Chosen on LoCoMo conversations 0-4 only
 # (bench/recall_quality.py --set query.SEMANTIC_WEIGHT=...): reciprocal rank fusion lowered
@@ -457,7 +465,9 @@ def _search(
     keyword: Ranked = []
     if mode != "semantic":
         raw = searcher.search(parsed, limit=max(limit * CANDIDATES, 50), explain=explain)
-        short = 1 < len(set(searcher.plain_terms(parsed.words))) <= ALL_TERMS_MAX
+        text = " ".join(parsed.words)
+        question = bool(QUESTIONS_EXEMPT) and ("?" in text or bool(_QUESTION.match(text)))
+        short = not question and 1 < len(set(searcher.plain_terms(parsed.words))) <= ALL_TERMS_MAX
         keyword = _group(raw, support=True, short=short)
     if model is None or mode == "keyword":
         ranked = [(s, h, i, None) for i, (s, h, _held) in enumerate(keyword, start=1)]
