@@ -165,7 +165,7 @@ def load_model(
     """The model a `[recall] model` setting names, kept per process.
 
     `build`: distil it from a BERT folder or the registry package when it is not made yet
-    (a minute or two, once per machine); `network`: fetch it from the hub if needed
+    (minutes, once per machine); `network`: fetch it from the hub if needed
     (`vaultmem index --semantic` only: recall never goes to the network).
     """
     require()
