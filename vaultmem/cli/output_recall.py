@@ -48,6 +48,12 @@ def render_recall(result: RecallResult) -> None:
                 what += f"  [dim]{escape(extra)}[/]"
             if h.snippet:
                 what += "\n" + _snippet(h.snippet)
+            if result.explain and result.mode != "keyword":
+                kw, sem = h.ranks
+                what += (
+                    f"\n[dim]keyword rank {kw if kw is not None else '-'}, "
+                    f"semantic rank {sem if sem is not None else '-'}[/]"
+                )
             if h.explain:
                 what += (
                     "\n[dim]"
@@ -62,9 +68,10 @@ def render_recall(result: RecallResult) -> None:
         else f"{fresh.refreshed} refreshed, {fresh.removed} removed"
         + (", rebuilt" if fresh.rebuilt else "")
     )
+    embedded = f", {fresh.embedded} embedded" if fresh.embedded else ""
     err.print(
-        f"[dim]index: {fresh.files} files, {state}, checked by {fresh.checked_by} "
-        f"in {fresh.duration_ms:.0f} ms[/]"
+        f"[dim]{result.mode} search; index: {fresh.files} files, {state}{embedded}, "
+        f"checked by {fresh.checked_by} in {fresh.duration_ms:.0f} ms[/]"
     )
 
 
@@ -84,3 +91,34 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
             progress.update(task, completed=done, total=total)
 
         yield update
+
+
+@contextmanager
+def lazy_progress() -> Iterator[Callable[[int, int], None]]:
+    """A progress bar that appears only if something long is reported (a model being made,
+    a first embedding of the vault); a recall that reports nothing prints nothing."""
+    stack: list[Progress] = []
+    tasks: dict[str, object] = {}
+
+    def update(done: int, total: int) -> None:
+        if not stack:
+            if total < 500:
+                return
+            progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            )
+            progress.start()
+            stack.append(progress)
+            tasks["t"] = progress.add_task("Preparing semantic recall", total=total)
+        stack[0].update(tasks["t"], completed=done, total=total)  # type: ignore[arg-type]
+
+    try:
+        yield update
+    finally:
+        if stack:
+            stack[0].stop()

@@ -60,10 +60,18 @@ class ReadSettings:
     max_new_entries: int = setting(50, 1, 100_000)
 
 
+RECALL_MODES = ("auto", "keyword", "semantic", "hybrid")
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
 @dataclass(frozen=True)
 class RecallSettings:
     limit: int = setting(10, 1, 1000)
     max_file_bytes: int = setting(2_000_000, 1024, 1_000_000_000)
+    # "auto": hybrid when the semantic extra is installed, keyword otherwise
+    mode: str = setting("auto", choices=RECALL_MODES)
+    # the embedding model (semantic extra): a name, a hub id or a local folder
+    model: str = setting(DEFAULT_MODEL, nonempty=True)
 
 
 @dataclass(frozen=True)
@@ -226,6 +234,7 @@ def parse_config(text: str, path: Path) -> Config:
             f"{path}: language {language!r} is not supported",
             f"use one of: {', '.join(SUPPORTED_LANGUAGES)}",
         )
+    recall = _section(RecallSettings, raw.get("recall"), "recall", path)
     default_reviewer = raw.get("default_reviewer")
     if default_reviewer is not None and (
         not isinstance(default_reviewer, str) or not NAME_RE.fullmatch(default_reviewer)
@@ -248,7 +257,7 @@ def parse_config(text: str, path: Path) -> Config:
         log=_section(LogSettings, raw.get("log"), "log", path),
         secrets=_section(SecretSettings, raw.get("secrets"), "secrets", path),
         read=_section(ReadSettings, raw.get("read"), "read", path),
-        recall=_section(RecallSettings, raw.get("recall"), "recall", path),
+        recall=recall,
         llm=_section(LLMSettings, raw.get("llm"), "llm", path),
         bank=_section(BankSettings, raw.get("bank"), "bank", path),
         sync=_section(SyncSettings, raw.get("sync"), "sync", path),

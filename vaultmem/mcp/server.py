@@ -140,14 +140,25 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         type: str | None = None,
         under: str | None = None,
         since: str | None = None,
+        mode: str | None = None,
     ) -> dict[str, Any]:
-        """Search the whole vault (notes, facts, log, decisions, checkpoints) with BM25F.
-        Each hit has path, heading and line range. `kind`: memory, identity, log, decision,
-        checkpoint, bank, state or note."""
+        """Search the whole vault (notes, facts, log, decisions, checkpoints): BM25F keywords,
+        mixed with embeddings when the semantic extra is installed. Each hit has path, heading
+        and line range. `kind`: memory, identity, log, decision, checkpoint, bank, state or
+        note. `mode`: keyword, semantic or hybrid (default: the vault's setting)."""
         from vaultmem.recall.query import recall as do_recall
 
         v = vault()
-        result = do_recall(v, query, limit=limit, kind=kind, type_=type, under=under, since=since)
+        result = do_recall(
+            v,
+            query,
+            limit=limit,
+            kind=kind,
+            type_=type,
+            under=under,
+            since=since,
+            mode=mode,
+        )
         data = dict(result.to_dict())
         _record_recall(v, me, result)
         return data

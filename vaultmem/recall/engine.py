@@ -3,6 +3,9 @@
 The only module that imports whoosh, and only inside functions, so `vaultmem status` and the
 manifest code never pay for it. Queries are built as whoosh query objects directly (no query
 parser): `vaultmem.recall.query` turns the user's text into a `Query`, this module scores it.
+
+Why this module is long: it is the one place whoosh is used (the schema, the writer, the
+searcher and its query building); splitting it would spread whoosh over several modules.
 """
 
 from __future__ import annotations
@@ -43,6 +46,16 @@ PROXIMITY_BOOST = 0.2
 
 
 COVERAGE_POWER = 0.5
+
+
+# Notes vaultmem maintains for itself carry a `vaultmem/...` tag (agents/*/keys.md, Review.md):
+# they hold words (key, review, agent names) that questions share with real facts, never the
+# facts themselves, so their scores are scaled down (keys.md ranked 2nd for "idempotency key
+# checkout" before).
+MACHINE_TAG = "vaultmem/"
+
+
+MACHINE_WEIGHT = 0.25
 
 
 # words of a question that say what kind of answer is wanted, not what it is about
@@ -235,6 +248,12 @@ class RawHit:
     score: float
     fields: dict[str, Any]
     explain: tuple[tuple[str, float], ...] = ()
+    matched: frozenset[str] = frozenset()  # the plain query terms this document holds
+
+
+def machine_weight(stored: dict[str, Any]) -> float:
+    tags = str(stored.get("tags") or "")
+    return MACHINE_WEIGHT if any(t.startswith(MACHINE_TAG) for t in tags.split(",")) else 1.0
 
 
 @dataclass(frozen=True)
@@ -265,6 +284,8 @@ class Searcher:
         self.language = vault.config.language
         self.ix, self.searcher = self._open()
         self.analyzer = self.ix.schema["body"].analyzer
+        # filter/mask query -> the documents it matches, for this open index only
+        self._sets: dict[str, frozenset[int]] = {}
 
     def _open(self) -> tuple[Any, Any]:
         from whoosh import scoring
@@ -322,6 +343,10 @@ class Searcher:
         return int(self.searcher.doc_count())
 
     def _build(self, q: Query) -> tuple[Any, Any, Any, list[Any]]:
+        main, flt, mask, leaves, _required = self._parts(q)
+        return main, flt, mask, leaves
+
+    def _parts(self, q: Query) -> tuple[Any, Any, Any, list[Any], list[Any]]:
         from whoosh import query as wq
 
         scored: list[Any] = []
@@ -401,7 +426,7 @@ class Searcher:
                 masks.append(wq.TermRange("valid_until", None, q.today, endexcl=True))
             mask = wq.Or(masks)
         flt = wq.And(filters) if filters else None
-        return main, flt, mask, leaves
+        return main, flt, mask, leaves, required
 
     def search(self, q: Query, *, limit: int, explain: bool = False) -> list[RawHit]:
         """Top documents; BM25F scores scaled by how much of the query each one covers.
@@ -421,18 +446,64 @@ class Searcher:
         total = sum(plain.values())
         hits = []
         for r in results:
-            score = float(r.score)
+            stored = dict(r.fields())
+            score = float(r.score) * machine_weight(stored)
             contrib: tuple[tuple[str, float], ...] = ()
+            matched = {text for _f, text in (r.matched_terms() or ())}
+            seen = {t.decode() if isinstance(t, bytes) else t for t in matched}
             if total > 0 and COVERAGE_POWER:
-                matched = {text for _f, text in (r.matched_terms() or ())}
-                seen = {t.decode() if isinstance(t, bytes) else t for t in matched}
                 share = sum(w for t, w in plain.items() if t in seen) / total
                 score *= share**COVERAGE_POWER
             if explain:
                 contrib = self._explain(r.docnum, leaves)
-            hits.append(RawHit(score, dict(r.fields()), contrib))
+            hits.append(RawHit(score, stored, contrib, frozenset(seen & plain.keys())))
         hits.sort(key=lambda h: -h.score)
         return hits
+
+    def fetch(self, q: Query, scored: list[tuple[str, float]]) -> list[RawHit]:
+        """The documents among `scored` (docid, score) that `q`'s filters, visibility and
+        required phrases allow, with their stored fields; the given scores kept, best first.
+
+        Dense candidates pass through here so that every mode filters exactly as keyword
+        search does (kinds, agents' private folders, retracted facts, `under`, ...): the same
+        filter and mask queries, evaluated once per open index and kept as sets of documents.
+        """
+        from whoosh import query as wq
+
+        if not scored or not self.searcher.doc_count():
+            return []
+        _main, flt, mask, _leaves, required = self._parts(q)
+        if required:  # rare: a quoted phrase or field:words with a semantic query
+            wanted = wq.Or([wq.Term("docid", docid) for docid, _s in scored])
+            results = self.searcher.search(
+                wq.And([wanted, *required]), limit=len(scored), filter=flt, mask=mask
+            )
+            allowed = {r.docnum for r in results}
+        else:
+            allowed = None
+        allow = self._docs(flt)
+        deny = self._docs(mask)
+        hits = []
+        for docid, score in scored:
+            docnum = self.searcher.document_number(docid=docid)
+            if docnum is None or (allowed is not None and docnum not in allowed):
+                continue
+            if (allow is not None and docnum not in allow) or (deny and docnum in deny):
+                continue
+            stored = self.searcher.stored_fields(docnum)
+            hits.append(RawHit(score * machine_weight(stored), stored))
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    def _docs(self, query: Any) -> frozenset[int] | None:
+        if query is None:
+            return None
+        key = repr(query)
+        cached = self._sets.get(key)
+        if cached is None:
+            cached = frozenset(query.docs(self.searcher))
+            self._sets[key] = cached
+        return cached
 
     def _explain(self, docnum: int, leaves: list[Any]) -> tuple[tuple[str, float], ...]:
         out = []

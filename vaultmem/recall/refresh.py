@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.core.errors import LockTimeoutError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, release, try_exclusive
 from vaultmem.core.vault import Vault
-from vaultmem.recall.documents import read_documents, read_prefix
+from vaultmem.recall.documents import Doc, read_documents, read_prefix
 from vaultmem.recall.engine import (
     fields,
     index_errors,
@@ -39,6 +39,9 @@ from vaultmem.recall.manifest import (
     save_manifest,
     walk,
 )
+
+if TYPE_CHECKING:
+    from vaultmem.recall.embedder import StaticModel
 
 HEARTBEAT = "heartbeat.json"
 
@@ -69,6 +72,7 @@ class Freshness:
     refreshed_at: str  # ISO time the index was last written
     duration_ms: float
     warnings: tuple[str, ...] = ()
+    embedded: int = 0  # documents (re)embedded now (semantic recall only)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -123,8 +127,11 @@ def _apply(
     *,
     bulk: bool,
     progress: ProgressFn | None,
+    collect: dict[str, list[Doc]] | None = None,
 ) -> tuple[int, int]:
-    """Reindex changed files and drop removed ones in one whoosh commit; update the manifest."""
+    """Reindex changed files and drop removed ones in one whoosh commit; update the manifest.
+
+    `collect` receives each reindexed file's documents (the embedding store reuses them)."""
     max_bytes = vault.config.recall.max_file_bytes
     writer = open_writer(ix, bulk=bulk)
     refreshed = removed = 0
@@ -144,6 +151,8 @@ def _apply(
                     removed += 1
                 continue
             docs, problems, data = read
+            if collect is not None:
+                collect[rel] = docs
             for i, doc in enumerate(docs):
                 writer.add_document(**fields(doc, i))
             size, mtime = plan.current[rel]
@@ -175,8 +184,11 @@ def _drop_other_generations(vault: Vault, keep: str) -> None:
 
 
 def _rebuild_locked(
-    vault: Vault, progress: ProgressFn | None, walked: tuple[Any, Any] | None = None
-) -> tuple[Manifest, int]:
+    vault: Vault,
+    progress: ProgressFn | None,
+    walked: tuple[Any, Any] | None = None,
+    semantic: _Semantic | None = None,
+) -> tuple[Manifest, int, _Synced]:
     current, skipped = walked or walk(vault)
     language = vault.config.language
     ix, generation = new_generation(vault, language)
@@ -184,12 +196,73 @@ def _rebuild_locked(
     plan = _Plan(sorted(current), [], skipped, current)
     if progress is not None:
         progress(0, len(plan.changed))
-    refreshed, _ = _apply(vault, ix, manifest, plan, bulk=True, progress=progress)
+    collected: dict[str, list[Doc]] = {}
+    refreshed, _ = _apply(
+        vault, ix, manifest, plan, bulk=True, progress=progress, collect=collected
+    )
     ix.close()
+    synced = _sync(vault, manifest, semantic, collected)
     manifest.refreshed_at = time.time()
     save_manifest(vault, manifest)
     _drop_other_generations(vault, generation)
-    return manifest, refreshed
+    return manifest, refreshed, synced
+
+
+@dataclass(frozen=True)
+class _Semantic:
+    """What the embedding store needs from a refresh: the model, and a progress callback."""
+
+    model: StaticModel
+    progress: ProgressFn | None = None
+
+
+@dataclass(frozen=True)
+class _Synced:
+    embedded: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+def _sync(
+    vault: Vault,
+    manifest: Manifest,
+    semantic: _Semantic | None,
+    collected: dict[str, list[Doc]] | None = None,
+) -> _Synced:
+    """Bring the embedding store in line with `manifest` (under the refresh lock)."""
+    if semantic is None:
+        return _Synced()
+    from vaultmem.recall import vectors
+
+    report = vectors.sync(
+        vault, manifest, semantic.model, reindexed=collected, progress=semantic.progress
+    )
+    return _Synced(report.embedded, report.warnings)
+
+
+def vectors_in_line(vault: Vault, manifest: Manifest, model: StaticModel) -> bool:
+    """True when the embedding store was made by `model` from exactly the indexed files."""
+    from vaultmem.recall import vectors
+
+    try:
+        store = vectors.load_manifest(vault)
+    except ValueError:
+        return False
+    if store is None or store.model != model.fingerprint:
+        return False
+    key = (store.written_at, store.base, store.delta, manifest.generation, manifest.refreshed_at)
+    if _IN_LINE.get(str(vault.root)) == key:
+        return True
+    ok = len(store.files) == len(manifest.files) and all(
+        store.files.get(rel) == (size, mtime, manifest.hashes.get(rel, ""))
+        for rel, (size, mtime) in manifest.files.items()
+    )
+    if ok:
+        _IN_LINE[str(vault.root)] = key
+    return ok
+
+
+# the last store write found in line with an index manifest (generation, write time), per vault
+_IN_LINE: dict[str, tuple[float, str, str, str, float]] = {}
 
 
 def _heartbeat_ok(vault: Vault) -> bool:
@@ -223,8 +296,11 @@ def _freshness(
     stale: bool = False,
     rebuilt: bool = False,
     warnings: tuple[str, ...] = (),
+    synced: _Synced | None = None,
 ) -> Freshness:
     now = time.time()
+    if synced is not None:
+        warnings = (*warnings, *synced.warnings)
     at = manifest.refreshed_at
     return Freshness(
         files=len(manifest.files),
@@ -239,6 +315,7 @@ def _freshness(
         .replace("+00:00", "Z"),
         duration_ms=round((time.perf_counter() - started) * 1000, 1),
         warnings=warnings,
+        embedded=synced.embedded if synced is not None else 0,
     )
 
 
@@ -257,8 +334,10 @@ def refresh(
     rebuild: bool = False,
     progress: ProgressFn | None = None,
     trust_watcher: bool = True,
+    model: StaticModel | None = None,
+    embed_progress: ProgressFn | None = None,
 ) -> Freshness:
-    """Bring the index up to date with the files; return what was done.
+    """Bring the index (and, given a `model`, the embedding store) up to date with the files.
 
     `wait`: how long to wait for another process's refresh. 0 (what `recall` uses) means do
     not wait: search the last committed index and report `stale`. None waits for the
@@ -266,38 +345,44 @@ def refresh(
     With no index yet (or an unusable one) every caller waits, since there is nothing to search.
     """
     started = time.perf_counter()
+    semantic = _Semantic(model, embed_progress) if model is not None else None
     manifest = load_manifest(vault)
     if not rebuild and _usable(manifest, vault):
         assert manifest is not None
-        if trust_watcher and _heartbeat_ok(vault):
+        in_line = model is None or vectors_in_line(vault, manifest, model)
+        if trust_watcher and in_line and _heartbeat_ok(vault):
             return _freshness(manifest, started, checked_by="watcher")
         current, skipped = walk(vault)
         plan = _plan(vault, manifest, current, skipped)
-        if plan.empty(manifest):
+        if plan.empty(manifest) and in_line:
             return _freshness(manifest, started)
         if wait == 0.0:
             handle = try_exclusive(refresh_lock(vault))
             if handle is None:
+                pending = len(plan.changed) + len(plan.removed)
                 return _freshness(
                     manifest,
                     started,
                     stale=True,
                     warnings=(
-                        f"{len(plan.changed) + len(plan.removed)} changed file(s) not yet "
-                        "indexed: another process is refreshing; searched the last committed "
-                        "index",
-                    ),
+                        f"{pending} changed file(s) not yet indexed: another process is "
+                        "refreshing; searched the last committed index",
+                    )
+                    if pending
+                    else ("another process is refreshing; searched the last committed index",),
                 )
             try:
                 # the walk just made is as recent as one made now: do not stat everything twice
                 walked = (current, skipped)
-                return _refresh_locked(vault, started, progress, rebuild=False, walked=walked)
+                return _refresh_locked(
+                    vault, started, progress, rebuild=False, walked=walked, semantic=semantic
+                )
             finally:
                 release(handle)
     timeout = vault.config.log.lock_timeout if wait is None or wait == 0.0 else wait
     try:
         with exclusive(refresh_lock(vault), timeout, what="index"):
-            return _refresh_locked(vault, started, progress, rebuild=rebuild)
+            return _refresh_locked(vault, started, progress, rebuild=rebuild, semantic=semantic)
     except LockTimeoutError:
         if wait is None or not _usable(load_manifest(vault), vault):
             raise
@@ -318,6 +403,7 @@ def _refresh_locked(
     *,
     rebuild: bool,
     walked: tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]] | None = None,
+    semantic: _Semantic | None = None,
 ) -> Freshness:
     # re-read under the lock: whoever held it may have done our work already
     manifest = load_manifest(vault)
@@ -329,12 +415,14 @@ def _refresh_locked(
         current, skipped = walked or walk(vault)
         plan = _plan(vault, manifest, current, skipped)
         if plan.empty(manifest):
-            return _freshness(manifest, started)
+            synced = _sync(vault, manifest, semantic)
+            return _freshness(manifest, started, synced=synced)
         for rel in plan.settled:
             manifest.hashes.pop(rel, None)
         if not (plan.changed or plan.removed or plan.skipped != manifest.skipped):
+            synced = _sync(vault, manifest, semantic)
             save_manifest(vault, manifest)  # only racy entries settled: nothing to reindex
-            return _freshness(manifest, started)
+            return _freshness(manifest, started, synced=synced)
         try:
             ix = open_generation(vault, manifest.generation)
         except index_errors() as exc:
@@ -343,12 +431,16 @@ def _refresh_locked(
             )
         else:
             try:
+                collected: dict[str, list[Doc]] = {}
                 refreshed, removed = _apply(
-                    vault, ix, manifest, plan, bulk=False, progress=progress
+                    vault, ix, manifest, plan, bulk=False, progress=progress, collect=collected
                 )
+                synced = _sync(vault, manifest, semantic, collected)
                 manifest.refreshed_at = time.time()
                 save_manifest(vault, manifest)
-                return _freshness(manifest, started, refreshed=refreshed, removed=removed)
+                return _freshness(
+                    manifest, started, refreshed=refreshed, removed=removed, synced=synced
+                )
             except index_errors() as exc:
                 warnings = (
                     f"index could not be updated ({type(exc).__name__}: {exc}): rebuilt from "
@@ -362,5 +454,7 @@ def _refresh_locked(
         and any(p.name.startswith("g-") for p in index_dir(vault).iterdir())
     ):
         warnings = warnings or ("index manifest missing or from another version: rebuilt",)
-    manifest, refreshed = _rebuild_locked(vault, progress)
-    return _freshness(manifest, started, refreshed=refreshed, rebuilt=True, warnings=warnings)
+    manifest, refreshed, synced = _rebuild_locked(vault, progress, semantic=semantic)
+    return _freshness(
+        manifest, started, refreshed=refreshed, rebuilt=True, warnings=warnings, synced=synced
+    )
