@@ -50,7 +50,10 @@ def _retain_line(res: Any) -> str:
 
 
 def _warn_redactions(results: Any) -> None:
-    warn_redactions([f for r in results for f in r.findings])
+    """Results carry `findings`, transcripts `redactions`: one notice per credential."""
+    warn_redactions(
+        [f for r in results for f in (getattr(r, "findings", None) or getattr(r, "redactions", ()))]
+    )
 
 
 @commands.command(
@@ -58,6 +61,7 @@ def _warn_redactions(results: Any) -> None:
         'vaultmem retain "Chiara wants migrations reviewed before Friday" --type preference '
         "--agent ella --source session-2026-11-29",
         "vaultmem retain --from session.txt --agent ella --dry-run",
+        "vaultmem retain --queued --agent ella",
     ),
 )
 def retain(
@@ -97,26 +101,47 @@ def retain(
         str | None,
         typer.Option(
             "--from",
-            help="A session transcript (file, or '-' for stdin): Claude proposes the facts.",
+            help="A session transcript (Claude Code or Codex JSONL, or plain text; a file, or "
+            "'-' for stdin): Claude proposes the facts.",
             show_default=False,
         ),
     ] = None,
+    queued: Annotated[
+        bool,
+        typer.Option(
+            "--queued", help="Retain the sessions the session-end hook queued (needs a key)."
+        ),
+    ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would happen; write nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Show what would happen; write nothing. With --from or --queued: show what "
+            "would be sent and how it is chunked, with no request (no key needed).",
+        ),
     ] = False,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
-) -> None:
+) -> int | None:
     """Propose facts into the agent's bank, pending review: inserted, duplicate ID or may supersede ID.
 
     A duplicate of an existing memory or pending fact is not written again: the existing one gets
     its evidence count raised and the source appended. Secrets are redacted (or refused, exit 8).
-    --from needs ANTHROPIC_API_KEY (exit 7 without it) and writes all facts or none.
+    --from reads Claude Code and Codex session files (dialogue and one line per tool call are
+    sent, after redaction) or plain text, chunks long sessions, needs ANTHROPIC_API_KEY (exit 7
+    without it) and writes all facts or none. --queued does the same for every session the
+    session-end hook queued.
     """
     from vaultmem.core.errors import UsageError
 
     v = open_vault(vault)
+    if queued:
+        if text is not None or from_ is not None:
+            raise UsageError(
+                "pass TEXT, --from TRANSCRIPT or --queued, one of them", "see: vaultmem retain --help"
+            )
+        return _retain_queued(v, v.require_agent(agent) if agent else None, dry_run, as_json)
     who = v.require_agent(agent)
     if from_ is not None:
         if text is not None:
@@ -154,67 +179,108 @@ def retain(
         emit(_retain_line(res))
 
 
-def _retain_from(
-    v: Any, agent: str, path: str, source: str | None, tags: list[str], dry_run: bool, as_json: bool
-) -> None:
-    from vaultmem.bank.extraction import extract_facts
-    from vaultmem.bank.model import Proposal
-    from vaultmem.bank.retain import retain_many
-    from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
-    from vaultmem.core.errors import NotFoundError
-    from vaultmem.core.fsio import read_text
+def _show_plan(v: Any, transcript: Any, label: str, as_json: bool) -> None:
+    """--dry-run with a transcript: what would be sent, chunk by chunk; no request."""
+    from vaultmem.app.retention import plan
 
-    if path == "-":
-        import sys
-
-        transcript, label = sys.stdin.read(), source or "stdin"
-    else:
-        file = Path(path).expanduser()
-        try:
-            transcript = read_text(file, what="transcript")
-        except FileNotFoundError:
-            raise NotFoundError(
-                f"no transcript at {file}", "pass a file path, or '-' for stdin"
-            ) from None
-        label = source or file.name
-    extraction = extract_facts(
-        transcript,
-        settings=v.config.llm,
-        api_key=env(ENV_ANTHROPIC_KEY),
-        base_url=env(ENV_ANTHROPIC_BASE_URL),
-    )
-    for why in extraction.skipped:
-        warn(f"skipped a malformed proposal ({why})")
-    proposals = [
-        Proposal(
-            text=c.text,
-            type=c.type,
-            tags=tuple(dict.fromkeys([*tags, *c.tags])),
-            source=f"{label}#L{c.line_start}-L{c.line_end}",
-            quote=c.quote,
-        )
-        for c in extraction.candidates
-    ]
-    results = retain_many(v, proposals, agent=agent, dry_run=dry_run) if proposals else []
-    _warn_redactions(results)
+    chunks = plan(v, transcript)
+    _warn_redactions([transcript])
     if as_json:
         emit_json(
             {
-                "results": [r.to_dict() for r in results],
-                "skipped": list(extraction.skipped),
-                "chunks": extraction.chunks,
-                "model": extraction.model,
-                "usage": extraction.usage,
-                "dry_run": dry_run,
+                "source": label,
+                "transcript": transcript.to_dict(),
+                "chunks": [c.to_dict() for c in chunks],
+                "dry_run": True,
             }
         )
         return
-    if not results:
-        emit("nothing worth retaining was found")
-    for res in results:
-        emit(f"{_retain_line(res)}  [{res.type}] {res.text}")
+    dropped = ", ".join(f"{n:,} {k}" for k, n in transcript.dropped.items()) or "nothing"
+    total = sum(len(c.text) for c in chunks)
+    emit(
+        f"{label}: {transcript.format.value}, {len(transcript.turns)} {transcript.unit}s, "
+        f"{len(chunks)} request(s), {total:,} characters to send; left out: {dropped}"
+    )
+    for i, chunk in enumerate(chunks, 1):
+        emit(f"\n--- request {i} of {len(chunks)}: {transcript.unit}s {chunk.first}-{chunk.last} ---")
+        emit(chunk.text)
+    warn("dry run: nothing was sent and nothing was written")
+
+
+def _retain_from(
+    v: Any, agent: str, path: str, source: str | None, tags: list[str], dry_run: bool, as_json: bool
+) -> None:
+    import sys
+
+    from vaultmem.app.retention import load_transcript, retain_transcript
+    from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
+
+    transcript, label = load_transcript(path, sys.stdin.read() if path == "-" else None)
+    label = source or label
     if dry_run:
-        warn("dry run: nothing was written")
+        _show_plan(v, transcript, label, as_json)
+        return
+    if sum(len(u) for u in transcript.units) > v.config.llm.max_transcript_chars:
+        warn(
+            f"the session is longer than [llm] max_transcript_chars "
+            f"({v.config.llm.max_transcript_chars:,}): it is sent in several requests"
+        )
+    done = retain_transcript(
+        v,
+        agent,
+        transcript,
+        label,
+        tags=tags,
+        api_key=env(ENV_ANTHROPIC_KEY),
+        base_url=env(ENV_ANTHROPIC_BASE_URL),
+    )
+    _report_retention(done, as_json)
+
+
+def _report_retention(done: Any, as_json: bool) -> None:
+    _warn_redactions([done.transcript, *done.results])
+    for why in done.extraction.skipped:
+        warn(f"skipped a malformed proposal ({why})")
+    if as_json:
+        emit_json(done.to_dict())
+        return
+    if not done.results:
+        emit(f"{done.label}: nothing worth retaining was found")
+    for res in done.results:
+        emit(f"{_retain_line(res)}  [{res.type}] {res.text}")
+
+
+def _retain_queued(v: Any, agent: str | None, dry_run: bool, as_json: bool) -> int:
+    from vaultmem.app.retention import queued, retain_queued
+    from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
+
+    if dry_run:
+        items = queued(v, agent)
+        if as_json:
+            emit_json({"queued": [q.to_dict(v) for q in items], "dry_run": True})
+        elif not items:
+            emit("no queued sessions")
+        for item in [] if as_json else items:
+            _show_plan(v, item.transcript, item.label, False)
+        return 0
+    run = retain_queued(
+        v, agent, api_key=env(ENV_ANTHROPIC_KEY), base_url=env(ENV_ANTHROPIC_BASE_URL)
+    )
+    if run.busy:
+        warn("another `vaultmem retain --queued` is running; nothing done")
+        return 6
+    failed = [o for o in run.outcomes if o.error]
+    if as_json:
+        emit_json({"sessions": [o.to_dict(v) for o in run.outcomes]})
+    else:
+        if not run.outcomes:
+            emit("no queued sessions")
+        for o in run.outcomes:
+            if o.retention is not None:
+                _report_retention(o.retention, False)
+            else:
+                emit(f"{o.item.label}: kept in the queue ({o.error})")
+    return failed[0].exit_code if failed else 0
 
 
 # --- promote -----------------------------------------------------------------------------

@@ -79,6 +79,19 @@ class BankSettings:
 
 
 @dataclass(frozen=True)
+class HookSettings:
+    """`vaultmem hook EVENT` (the lifecycle hooks of Claude Code and similar runtimes)."""
+
+    session_budget: int = 3000  # tokens of the session-start pack (0: the [read] budget)
+    prompt_budget: int = 800  # tokens a prompt hook may add to one turn
+    recall_hits: int = 3  # recall hits a prompt hook may add
+    recall_min_score: float = 12.0  # BM25F score a hit must reach to be added to a turn
+    timeout: float = 5.0  # seconds one hook call may take before it gives up (exit 0)
+    lock_timeout: float = 2.0  # seconds a hook waits for a vault lock
+    retain: bool = True  # session-end runs `retain --queued` in the background when a key is set
+
+
+@dataclass(frozen=True)
 class Config:
     """The parsed `vaultmem.toml` of one vault."""
 
@@ -93,6 +106,7 @@ class Config:
     recall: RecallSettings = field(default_factory=RecallSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     bank: BankSettings = field(default_factory=BankSettings)
+    hooks: HookSettings = field(default_factory=HookSettings)
 
 
 def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
@@ -164,6 +178,7 @@ def parse_config(text: str, path: Path) -> Config:
         recall=_section(RecallSettings, raw.get("recall"), "recall", path),
         llm=_section(LLMSettings, raw.get("llm"), "llm", path),
         bank=_section(BankSettings, raw.get("bank"), "bank", path),
+        hooks=_section(HookSettings, raw.get("hooks"), "hooks", path),
     )
 
 
