@@ -285,7 +285,7 @@ def test_first_call_after_install_takes_the_fast_path(tmp_path: Path) -> None:
 
 
 def test_spec_covers_the_hot_commands() -> None:
-    assert set(fast.build_spec()) == {"read", "append", "recall"}
+    assert set(fast.build_spec()) == {"read", "append", "recall", "hook"}
 
 
 def test_committed_spec_is_what_the_typer_app_generates() -> None:

@@ -97,6 +97,18 @@ class Pack:
         }
 
 
+def render_markdown(pack: Pack) -> str:
+    """The pack as `vaultmem read` prints it: markdown for a prompt."""
+    out = [f"# Session context for {pack.agent}", ""]
+    for section in pack.sections:
+        source = f" ({section.source})" if section.source else ""
+        out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
+    if pack.dropped:
+        detail = ", ".join(f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped)
+        out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
+    return "\n".join(out)
+
+
 def estimate_tokens(text: str) -> int:
     """About four characters per token for English prose and code: cheap and conservative."""
     return (len(text) + 3) // 4

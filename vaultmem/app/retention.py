@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,9 @@ def load_transcript(path: str, stdin_text: str | None = None) -> tuple[Transcrip
     try:
         text = read_text(file, what="transcript")
     except FileNotFoundError:
-        raise NotFoundError(f"no transcript at {file}", "pass a file path, or '-' for stdin") from None
+        raise NotFoundError(
+            f"no transcript at {file}", "pass a file path, or '-' for stdin"
+        ) from None
     except IsADirectoryError:
         raise UsageError(f"{file} is a folder", "pass a transcript file") from None
     return parse_transcript(text), file.name
@@ -155,7 +156,9 @@ def queue_dir(vault: Vault, agent: str) -> Path:
 
 
 def _turns_out(t: Transcript) -> list[dict[str, Any]]:
-    return [{"n": x.n, "role": x.role, "text": x.text, "line": x.line, "time": x.time} for x in t.turns]
+    return [
+        {"n": x.n, "role": x.role, "text": x.text, "line": x.line, "time": x.time} for x in t.turns
+    ]
 
 
 def enqueue(
@@ -286,8 +289,7 @@ def retain_queued(
                 outcomes.append(QueueOutcome(item, None, str(exc), exc.exit_code))
                 continue
             if not dry_run:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(item.path)
+                item.path.unlink(missing_ok=True)
             outcomes.append(QueueOutcome(item, done))
         return QueueRun(tuple(outcomes))
     finally:

@@ -45,7 +45,9 @@ _CODEX_BOILERPLATE = (
 )
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
-_LOCAL_OUTPUT = re.compile(r"<local-command-std(?:out|err)>.*?</local-command-std(?:out|err)>", re.DOTALL)
+_LOCAL_OUTPUT = re.compile(
+    r"<local-command-std(?:out|err)>.*?</local-command-std(?:out|err)>", re.DOTALL
+)
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _EXIT_CODE = re.compile(r"(?:Exit code|exit_code)\"?\s*[:=]\s*(-?\d+)")
 
@@ -270,8 +272,12 @@ def _claude_tool_line(b: _Builder, name: str, data: dict[str, Any]) -> str:
 def _claude(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
     cwd = next((r["cwd"] for _n, r in records if isinstance(r.get("cwd"), str)), None)
     b = _Builder(cwd)
-    session = next((r["sessionId"] for _n, r in records if isinstance(r.get("sessionId"), str)), None)
-    started = next((r["timestamp"] for _n, r in records if isinstance(r.get("timestamp"), str)), None)
+    session = next(
+        (r["sessionId"] for _n, r in records if isinstance(r.get("sessionId"), str)), None
+    )
+    started = next(
+        (r["timestamp"] for _n, r in records if isinstance(r.get("timestamp"), str)), None
+    )
     for n, r in records:
         kind = r.get("type")
         message = r.get("message")
@@ -296,7 +302,8 @@ def _claude(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
                 text = str(block.get("text", ""))
                 b.add(kind, _clean_user_text(text) if kind == "user" else text, n, time)
             elif btype == "tool_use":
-                data = block.get("input") if isinstance(block.get("input"), dict) else {}
+                raw = block.get("input")
+                data: dict[str, Any] = raw if isinstance(raw, dict) else {}
                 b.tool(block.get("id"), _claude_tool_line(b, str(block.get("name")), data), n, time)
             elif btype == "tool_result":
                 result = block.get("content")
@@ -366,7 +373,8 @@ def _codex_outcome(output: Any) -> tuple[bool, str]:
     except ValueError:
         data = None
     if isinstance(data, dict):
-        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        raw = data.get("metadata")
+        meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
         code = meta.get("exit_code", data.get("exit_code"))
         body = str(data.get("output", ""))
         if isinstance(code, int):
@@ -378,15 +386,20 @@ def _codex_outcome(output: Any) -> tuple[bool, str]:
 
 
 def _codex(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
-    meta = next(
-        (r["payload"] for _n, r in records if r.get("type") == "session_meta" and isinstance(r.get("payload"), dict)),
+    meta: dict[str, Any] = next(
+        (
+            r["payload"]
+            for _n, r in records
+            if r.get("type") == "session_meta" and isinstance(r.get("payload"), dict)
+        ),
         {},
     )
     cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
     b = _Builder(cwd)
     items = [(n, r) for n, r in records if r.get("type") == "response_item"]
     has_messages = any(
-        isinstance(r.get("payload"), dict) and r["payload"].get("type") == "message" for _n, r in items
+        isinstance(r.get("payload"), dict) and r["payload"].get("type") == "message"
+        for _n, r in items
     )
     for n, r in records:
         payload = r.get("payload")
@@ -395,20 +408,24 @@ def _codex(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
             b.drop("records without a payload")
             continue
         ptype = payload.get("type")
-        if r.get("type") == "event_msg" and not has_messages and ptype in ("user_message", "agent_message"):
-            role = "user" if ptype == "user_message" else "assistant"
-            b.add(role, str(payload.get("message", "")), n, time)
+        if (
+            r.get("type") == "event_msg"
+            and not has_messages
+            and ptype in ("user_message", "agent_message")
+        ):
+            who = "user" if ptype == "user_message" else "assistant"
+            b.add(who, str(payload.get("message", "")), n, time)
             continue
         if r.get("type") != "response_item":
             b.drop(f"{r.get('type')} records")
             continue
         if ptype == "message":
             role = payload.get("role")
-            text = _text_of(payload.get("content"), ("input_text", "output_text", "text"))
-            if role not in ("user", "assistant") or text.lstrip().startswith(_CODEX_BOILERPLATE):
+            said = _text_of(payload.get("content"), ("input_text", "output_text", "text"))
+            if role not in ("user", "assistant") or said.lstrip().startswith(_CODEX_BOILERPLATE):
                 b.drop("instructions and context records")
                 continue
-            b.add(str(role), text, n, time)
+            b.add(str(role), said, n, time)
         elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
             b.tool(payload.get("call_id") or payload.get("id"), _codex_call(b, payload), n, time)
         elif ptype in ("function_call_output", "custom_tool_call_output"):

@@ -1,4 +1,5 @@
-"""A start-up fast path for the commands agents run on every turn (read, append, recall).
+"""A start-up fast path for the commands agents run on every turn (read, append, recall, and
+`hook`, which a runtime runs on every user prompt).
 
 Importing typer costs more than everything vaultmem itself does on `read` or `append` (~45 ms
 of a ~130 ms call, most of it pydantic through typer's adapters). The typer app stays the one
@@ -22,7 +23,7 @@ from typing import Any
 
 from vaultmem.core.config import ENV_NO_FAST, env
 
-HOT = ("read", "append", "recall")
+HOT = ("read", "append", "recall", "hook")
 _TYPES = {"str": str, "int": int, "float": float, "path": Path}
 
 

@@ -23,23 +23,14 @@ def read(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    from vaultmem.app.pack import commit_cursor, read_pack
+    from vaultmem.app.pack import commit_cursor, read_pack, render_markdown
 
     v = open_vault(vault)
     pack = read_pack(v, agent or "", budget=budget, peek=peek, query=query)
     if as_json:
         emit_json(pack.to_dict())
     else:
-        out = [f"# Session context for {pack.agent}", ""]
-        for section in pack.sections:
-            source = f" ({section.source})" if section.source else ""
-            out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
-        if pack.dropped:
-            detail = ", ".join(
-                f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped
-            )
-            out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
-        emit("\n".join(out))
+        emit(render_markdown(pack))
     sys.stdout.flush()  # the pack is out: only now do its entries count as read
     from vaultmem.core.errors import VaultmemError
 
@@ -129,3 +120,37 @@ def recall(
     from vaultmem.cli.output_recall import render_recall
 
     render_recall(result)
+
+
+def hook(
+    *,
+    event: str,
+    plain: bool,
+    vault: Path | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    """Run one lifecycle hook: print what it adds to the agent's context, always exit 0."""
+    from vaultmem.app.hooks import run_hook
+
+    try:
+        payload = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(4 << 20)
+    except (OSError, ValueError):
+        payload = ""
+    outcome = run_hook(str(event), payload, vault_path=vault, agent=agent)
+    out = outcome.context if plain else outcome.stdout
+    try:
+        if out:
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+            sys.stdout.flush()
+        if outcome.stderr:
+            sys.stderr.write(outcome.stderr)
+    except OSError:
+        return  # the runtime went away: nothing was delivered, so nothing counts as read
+    if outcome.after is not None:
+        from vaultmem.core.errors import VaultmemError
+
+        try:
+            outcome.after()
+        except (VaultmemError, OSError) as exc:
+            sys.stderr.write(f"vaultmem hook {event}: could not record what was shown ({exc})\n")

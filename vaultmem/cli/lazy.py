@@ -47,6 +47,8 @@ COMMANDS: dict[str, str] = {
     "recall": "cmd_recall",
     "index": "cmd_recall",
     "watch": "cmd_recall",
+    "setup": "cmd_agents",
+    "hook": "cmd_agents",
 }
 
 

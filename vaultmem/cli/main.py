@@ -12,4 +12,13 @@ def main() -> None:
         return
     from vaultmem.cli.app import run
 
+    if sys.argv[1:2] == ["hook"]:
+        # a hook must never block the agent (exit 2 blocks a prompt in Claude Code): a usage
+        # error on a hook's command line was printed on stderr; the exit status stays 0
+        try:
+            run()
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise SystemExit(0) from None
+        return
     run()

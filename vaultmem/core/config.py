@@ -28,6 +28,7 @@ ENV_NOW = "VAULTMEM_NOW"
 ENV_ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
 ENV_ANTHROPIC_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_EDITOR = "EDITOR"
+ENV_CODEX_HOME = "CODEX_HOME"  # where Codex keeps config.toml (default ~/.codex)
 
 CONFIG_NAME = "vaultmem.toml"
 
