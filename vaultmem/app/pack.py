@@ -71,6 +71,9 @@ class Pack:
     peek: bool = False
     query: str | None = None  # the session's topic: recall hits and the pending facts' order
 
+    def sections_by_key(self) -> dict[str, Section]:
+        return {s.key: s for s in self.sections}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "agent": self.agent,
