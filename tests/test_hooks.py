@@ -21,6 +21,10 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
+from tests._fake_anthropic import FakeAnthropic, fake_anthropic, tool_reply
+
+__all__ = ["fake_anthropic"]
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HOOKS = FIXTURES / "hooks"
 CLAUDE_TRANSCRIPT = FIXTURES / "transcripts" / "claude-code-session.jsonl"
@@ -273,3 +277,36 @@ def test_session_end_queues_and_logs(vault: Path, tmp_path: Path) -> None:
 def test_hook_output_is_one_json_object(vault: Path, tmp_path: Path) -> None:
     proc = hook("session-start", fixture("session-start-resume", tmp_path), vault)
     assert proc.stdout.count("\n") == 1 and re.match(r"^\{.*\}\n$", proc.stdout, re.S)
+
+
+@pytest.mark.slow
+def test_session_end_retains_in_the_background_with_a_key(
+    vault: Path, tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    keys(vault, "ella")
+    fake_anthropic.queue(
+        tool_reply(
+            [
+                {
+                    "type": "preference",
+                    "text": "Every Stripe call carries an idempotency key.",
+                    "line_start": 9,
+                    "line_end": 9,
+                }
+            ]
+        )
+    )
+    proc = hook("session-end", fixture("session-end", tmp_path), vault)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    bank = vault / "agents" / "ella" / "bank"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(bank.glob("*.md")):
+        time.sleep(0.2)
+    (note,) = bank.glob("*.md")
+    assert "session.jsonl#T9-T9" in note.read_text()
+    (request,) = fake_anthropic.requests
+    sent = request.body["messages"][0]["content"]
+    assert "user: Good. From now on every Stripe call" in sent and "sk_live_51" not in sent
+    while time.monotonic() < deadline and list((vault / ".vaultmem" / "queue" / "ella").glob("*")):
+        time.sleep(0.2)
+    assert list((vault / ".vaultmem" / "queue" / "ella").glob("*")) == []

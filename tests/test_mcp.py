@@ -196,12 +196,11 @@ def test_two_agents_coordinate_over_mcp(vault: Path) -> None:
         ("append", {"summary": "Got it", "type": "ack", "acks": [lyra_entry["id"]]}),
         ("log", {"tail": 2}),
     )
-    new_first = payload(first)["sections"]["new_entries"]["text"]
-    assert "Checkout sends Idempotency-Key" in new_first
-    assert (
-        "new_entries" not in payload(second)["sections"]
-        or "Idempotency-Key" not in payload(second)["sections"]["new_entries"]["text"]
-    )
+    assert "Checkout sends Idempotency-Key" in first.content[0].text
+    assert payload(first)["new_entries"] == [lyra_entry["id"]]
+    assert payload(first)["awaiting_ack"] == [lyra_entry["id"]]
+    assert payload(second)["new_entries"] == []
+    assert "0 new entries from other agents" in second.content[0].text
     assert payload(ack)["acks"] == [lyra_entry["id"]]
     assert [e["id"] for e in payload(tail)["entries"]][-2:] == [
         lyra_entry["id"],
