@@ -310,3 +310,41 @@ def test_session_end_retains_in_the_background_with_a_key(
     while time.monotonic() < deadline and list((vault / ".vaultmem" / "queue" / "ella").glob("*")):
         time.sleep(0.2)
     assert list((vault / ".vaultmem" / "queue" / "ella").glob("*")) == []
+
+
+def test_nothing_new_is_decided_without_loading_vaultmem(vault: Path, tmp_path: Path) -> None:
+    """The prompt hook runs on every turn: with nothing new it loads two small modules."""
+    hook("session-start", fixture("session-start-startup", tmp_path), vault)
+    probe = (
+        "import sys, io\n"
+        "from vaultmem.cli.main import main\n"
+        f"sys.argv = ['vaultmem', 'hook', 'prompt', '--vault', {str(vault)!r}, '--agent', 'ella']\n"
+        'sys.stdin = io.StringIO(\'{"session_id": "s", "prompt": "ok, go ahead"}\')\n'
+        "main()\n"
+        "mods = sorted(m for m in sys.modules if m.startswith('vaultmem.'))\n"
+        "heavy = [m for m in ('pathlib', 'dataclasses', 'tomllib', 'whoosh', 'yaml') if m in sys.modules]\n"
+        "print(mods, heavy)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout.strip()
+        == "['vaultmem.app', 'vaultmem.app.hook_quick', 'vaultmem.cli', 'vaultmem.cli.main'] []"
+    )
+
+
+def test_quick_path_falls_through_when_unsure(vault: Path, tmp_path: Path) -> None:
+    from vaultmem.app.hook_quick import nothing_new
+
+    hook("session-start", fixture("session-start-startup", tmp_path), vault)
+    ok = json.dumps({"prompt": "ok, go ahead"})
+    args = ["--vault", str(vault), "--agent", "ella"]
+    assert nothing_new(args, ok)
+    assert not nothing_new(args, json.dumps({"prompt": "stripe webhook retries?"}))  # recall
+    assert not nothing_new(args, "{broken")
+    assert not nothing_new(["--agent", "ella"], ok)  # no --vault: the full path finds it
+    assert not nothing_new([*args, "--debug"], ok)
+    assert not nothing_new(["--vault", str(vault), "--agent", "lyra"], ok)  # no cursor yet
+    live = vault / "nexus" / "live-context.md"
+    live.write_text(live.read_text() + "\n### 2026-11-29T16:00:00.000Z · lyra · web · note · torn")
+    assert not nothing_new(args, ok)  # a torn tail: let the full path look

@@ -15,11 +15,11 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from vaultmem.app import pack
+from vaultmem.app.hook_quick import names_something
 from vaultmem.app.hooks import HookEvent, HookInput, Outcome, hook_json, write_log
 from vaultmem.core import clock
 from vaultmem.core.errors import UsageError, VaultmemError
@@ -31,81 +31,6 @@ AUTO_MARK = "(Written by the vaultmem {event} hook; `vaultmem checkpoint` replac
 SESSION_CHANNEL = "session"
 MAX_REQUEST_CHARS = 600
 MAX_FILES = 20
-_WORD = re.compile(r"[^\W\d_]{4,}")
-_STOP = frozenset(
-    [
-        "about",
-        "after",
-        "again",
-        "also",
-        "been",
-        "before",
-        "being",
-        "could",
-        "does",
-        "done",
-        "each",
-        "from",
-        "have",
-        "here",
-        "into",
-        "just",
-        "like",
-        "made",
-        "make",
-        "more",
-        "most",
-        "much",
-        "only",
-        "other",
-        "over",
-        "please",
-        "really",
-        "should",
-        "some",
-        "such",
-        "than",
-        "thanks",
-        "that",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "very",
-        "want",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "will",
-        "with",
-        "would",
-        "your",
-        "yours",
-        "able",
-        "back",
-        "come",
-        "going",
-        "know",
-        "look",
-        "need",
-        "okay",
-        "sure",
-        "take",
-        "tell",
-        "thing",
-        "think",
-        "time",
-        "using",
-        "well",
-        "work",
-    ]
-)
 
 
 def dispatch(event: HookEvent, vault: Vault, agent: str | None, payload: HookInput) -> Outcome:
@@ -197,38 +122,6 @@ def scan_new(
     return others, newest, acked, more
 
 
-def _words(text: str) -> set[str]:
-    return {w.rstrip("s") for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
-def names_something(vault: Vault, agent: str, prompt_text: str) -> bool:
-    """Does the prompt share a word with a memory's title or description, or with the name of
-    a note the agent may see? Cheap (no whoosh); decides whether recall runs at all."""
-    asked = _words(prompt_text)
-    if not asked:
-        return False
-    known: set[str] = set()
-    for index in (vault.memory_index, vault.agent_memory_index(agent)):
-        try:
-            known |= _words(index.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-    if asked & known:
-        return True
-    from vaultmem.recall.manifest import load_manifest
-
-    manifest = load_manifest(vault)
-    if manifest is None:
-        return False
-    mine = f"agents/{agent}/"
-    for path in manifest.files:
-        if path.startswith("agents/") and not path.startswith(mine):
-            continue
-        if asked & _words(Path(path).stem):
-            return True
-    return False
-
-
 def recall_lines(vault: Vault, agent: str, query: str, shown: set[str]) -> list[tuple[str, str]]:
     """(key, line) for recall hits worth adding to this turn: strong, not already in context."""
     from vaultmem.recall.query import recall
@@ -282,7 +175,7 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
         else set()
     )
     hits: list[tuple[str, str]] = []
-    if payload.prompt and names_something(vault, agent, payload.prompt):
+    if payload.prompt and names_something(str(vault.root), agent, payload.prompt):
         hits = recall_lines(vault, agent, payload.prompt, shown)
         room = budget - sum(pack.estimate_tokens(p) for p in parts)
         while hits and pack.estimate_tokens("\n".join(h for _k, h in hits)) > room:

@@ -6,6 +6,8 @@ import sys
 
 
 def main() -> None:
+    if sys.argv[1:3] == ["hook", "prompt"] and _quiet_prompt():
+        return
     from vaultmem.cli.fast import try_fast
 
     if try_fast(sys.argv[1:]):
@@ -22,3 +24,21 @@ def main() -> None:
                 raise SystemExit(0) from None
         return
     run()
+
+
+def _quiet_prompt() -> bool:
+    """`hook prompt` with nothing new: decided with os and json alone (app/hook_quick.py), so
+    the hook that runs on every user turn costs little more than starting Python. Otherwise
+    the payload is put back on stdin and the full hook runs."""
+    import io
+
+    from vaultmem.app.hook_quick import nothing_new
+
+    try:
+        payload = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(4 << 20)
+    except (OSError, ValueError):
+        return False
+    if nothing_new(sys.argv[3:], payload):
+        return True
+    sys.stdin = io.StringIO(payload)
+    return False
