@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import precompile, scratch_vault  # noqa: E402
+from _common import precompile, scratch_vault
 
 VAULTMEM = Path(sys.executable).parent / "vaultmem"
 QUIET_PROMPT = "ok, go ahead with that"
@@ -83,6 +83,7 @@ def append_many(vault: Path, agents: list[str], count: int, rng: random.Random) 
 def timings(runs: int) -> list[tuple[str, float]]:
     vault, env = scratch_vault()
     rng = random.Random(7)
+    append_many(vault, ["lyra", "ella"], 200, rng)  # a log with some history
     base = {"session_id": "bench", "cwd": str(vault), "hook_event_name": "UserPromptSubmit"}
     start = {"session_id": "bench", "hook_event_name": "SessionStart", "source": "startup"}
     run_hook("session-start", vault, "ella", start, env)  # the cursor exists from here on

@@ -138,8 +138,9 @@ def names_something(root: str, agent: str, prompt: str) -> bool:
     return False
 
 
-def newest_entry(root: str) -> tuple[str, str] | None:
-    """(id, hash) of the last entry on the live log, from its metadata line; None if unsure."""
+def newest_entry(root: str) -> tuple[str | None, str | None] | None:
+    """(id, hash) of the last entry on the live log, from its metadata line; (None, None) for
+    a log without entries; None when unsure."""
     try:
         with open(os.path.join(root, "nexus", "live-context.md"), "rb") as fh:
             size = fh.seek(0, 2)
@@ -149,7 +150,9 @@ def newest_entry(root: str) -> tuple[str, str] | None:
         return None
     found = list(_META.finditer(tail))
     if not found:
-        return None
+        # a whole file without a single entry is an empty log (what the cursor of a read of
+        # an empty log says); a long tail without one is something else: let the parser look
+        return (None, None) if size <= TAIL and b"\n### " not in tail else None
     try:
         meta = json.loads(found[-1].group(1))
     except ValueError:
