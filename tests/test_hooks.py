@@ -348,3 +348,21 @@ def test_quick_path_falls_through_when_unsure(vault: Path, tmp_path: Path) -> No
     live = vault / "nexus" / "live-context.md"
     live.write_text(live.read_text() + "\n### 2026-11-29T16:00:00.000Z · lyra · web · note · torn")
     assert not nothing_new(args, ok)  # a torn tail: let the full path look
+
+
+@pytest.mark.parametrize("event", ["prompt", "stop"])
+def test_stdin_left_open_does_not_hang(vault: Path, event: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultmem", "hook", event, "--vault", str(vault), "--agent", "ella"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(b'{"session_id": "s", "prompt": "ok"}')
+    proc.stdin.flush()  # and never closed
+    try:
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.stdin.close()

@@ -22,7 +22,6 @@ from vaultmem.app import pack
 from vaultmem.app.hook_quick import names_something
 from vaultmem.app.hooks import HookEvent, HookInput, Outcome, hook_json, write_log
 from vaultmem.core import clock
-from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
@@ -191,13 +190,8 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
 
     def after() -> None:
         if moved and newest is not None:
-            done = pack.Pack(
-                agent,
-                str(vault.root),
-                (),
-                cursor={"id": newest.id, "hash": newest.hash, "time": newest.time},
-            )
-            pack.commit_cursor(vault, done)
+            cursor = {"id": newest.id, "hash": newest.hash, "time": newest.time}
+            pack.save_cursor(vault, agent, cursor)
         if hits:
             save_session(
                 vault,
@@ -357,9 +351,7 @@ def _start_retention(vault: Vault, agent: str, payload: HookInput, chars: int) -
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
-                start_new_session=True,
+                start_new_session=True,  # outlives the session and Claude Code's hook timeout
             )  # fmt: skip
     except OSError as exc:
-        raise UsageError(f"could not start retain --queued: {exc}", "run it by hand") from exc
-    except VaultmemError:
-        raise
+        write_log(vault, "session-end", payload, agent, f"could not start retain --queued: {exc}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import Any
 
 TAIL = 1 << 16
 _META = re.compile(rb"^<!-- vaultmem (\{.*\}) -->[ \t]*$", re.M)
@@ -163,6 +164,39 @@ def newest_entry(root: str) -> tuple[str | None, str | None] | None:
     if tail[found[-1].end() :].strip():
         return None
     return str(meta.get("id")), str(meta.get("hash"))
+
+
+def read_stdin(stream: Any, timeout: float = 2.0, limit: int = 4 << 20) -> str:
+    """The hook's payload; "" for a terminal, and whatever arrived if the runtime leaves stdin
+    open without closing it for `timeout` seconds (a hook must never hang on its input)."""
+    if stream is None:
+        return ""
+    try:
+        if stream.isatty():
+            return ""
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's StringIO)
+        return str(stream.read(limit))
+    import select
+    import time
+
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + timeout
+    while size < limit:
+        left = deadline - time.monotonic()
+        try:
+            ready, _w, _x = select.select([fd], [], [], max(left, 0))
+        except (OSError, ValueError):  # select does not take pipes here (Windows)
+            return str(stream.read(limit))
+        if not ready:
+            break
+        data = os.read(fd, 1 << 16)
+        if not data:
+            break
+        chunks.append(data)
+        size += len(data)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def _options(args: list[str]) -> dict[str, str] | None:

@@ -227,15 +227,20 @@ def commit_cursor(vault: Vault, pack: Pack) -> bool:
     """Move the agent's cursor to what the pack showed. Call it after the pack was written out."""
     if pack.peek or pack.cursor is None:
         return False
-    path = cursor_path(vault, pack.agent)
+    save_cursor(vault, pack.agent, pack.cursor)
+    return True
+
+
+def save_cursor(vault: Vault, agent: str, cursor: dict[str, Any]) -> None:
+    """Record the newest entry `agent` was shown (`{"id", "hash", "time"}`)."""
+    path = cursor_path(vault, agent)
     try:
-        atomic_write(path, json.dumps(pack.cursor) + "\n")
+        atomic_write(path, json.dumps(cursor) + "\n")
     except OSError as exc:
         raise NotWritableError(
             f"cannot save the read cursor {vault.rel(path)}: {exc.strerror or exc}",
             "check that .vaultmem/ is writable",
         ) from exc
-    return True
 
 
 def _author(entry_id: str) -> str:

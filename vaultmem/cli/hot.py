@@ -131,12 +131,10 @@ def hook(
     as_json: bool,
 ) -> None:
     """Run one lifecycle hook: print what it adds to the agent's context, always exit 0."""
+    from vaultmem.app.hook_quick import read_stdin
     from vaultmem.app.hooks import run_hook
 
-    try:
-        payload = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(4 << 20)
-    except (OSError, ValueError):
-        payload = ""
+    payload = read_stdin(sys.stdin)
     outcome = run_hook(str(event), payload, vault_path=vault, agent=agent)
     out = outcome.context if plain else outcome.stdout
     try:

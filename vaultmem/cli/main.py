@@ -32,12 +32,9 @@ def _quiet_prompt() -> bool:
     the payload is put back on stdin and the full hook runs."""
     import io
 
-    from vaultmem.app.hook_quick import nothing_new
+    from vaultmem.app.hook_quick import nothing_new, read_stdin
 
-    try:
-        payload = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(4 << 20)
-    except (OSError, ValueError):
-        return False
+    payload = read_stdin(sys.stdin)
     if nothing_new(sys.argv[3:], payload):
         return True
     sys.stdin = io.StringIO(payload)
