@@ -366,3 +366,16 @@ def test_stdin_left_open_does_not_hang(vault: Path, event: str) -> None:
     finally:
         proc.kill()
         proc.stdin.close()
+
+
+def test_session_context_stays_under_claude_codes_cap(vault: Path, tmp_path: Path) -> None:
+    """Claude Code replaces an additionalContext over 10,000 characters with a preview."""
+    settings(vault, session_budget=0)  # no token budget at all: the character cap still holds
+    state = vault / "nexus" / "project-state.md"
+    state.write_text(state.read_text() + "\n## Notes\n\n" + "A long paragraph of notes. " * 2000)
+    text = context(
+        hook("session-start", fixture("session-start-startup", tmp_path), vault), "session-start"
+    )
+    assert len(text) <= 10_000
+    assert "# Identity of ella" in text or "Identity of ella" in text
+    assert "_Dropped to fit the budget" in text and "project_state" in text

@@ -29,6 +29,9 @@ from vaultmem.nexus import entry, reading
 AUTO_MARK = "(Written by the vaultmem {event} hook; `vaultmem checkpoint` replaces it.)"
 SESSION_CHANNEL = "session"
 MAX_REQUEST_CHARS = 600
+# Claude Code replaces an additionalContext longer than 10,000 characters with a short preview
+# and a file path (github.com/anthropics/claude-code/issues/94358 and #64626): stay under it
+MAX_CONTEXT_CHARS = 9500
 MAX_FILES = 20
 
 
@@ -68,13 +71,23 @@ def save_session(vault: Vault, agent: str, data: dict[str, Any]) -> None:
 def session_start(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     settings = vault.config.hooks
     budget = settings.session_budget or vault.config.read.budget
-    found = pack.read_pack(vault, agent, budget=budget)
     intro = (
         f"vaultmem: you are agent `{agent}`; this is the shared memory of the agents on this "
         f"project (vault {vault.root}). Append after each significant turn, ack what you use "
         f"(`--ack ID`), retain facts worth keeping. Session source: {payload.source or 'startup'}."
     )
+    found = pack.read_pack(vault, agent, budget=budget)
     context = intro + "\n\n" + pack.render_markdown(found)
+    for _ in range(4):  # whole sections go, lowest priority first, until the context fits
+        excess = len(context) - MAX_CONTEXT_CHARS
+        if excess <= 0 or len(found.sections) <= 1:
+            break
+        budget = max(1, found.tokens - excess // 4 - 50)
+        found = pack.read_pack(vault, agent, budget=budget)
+        context = intro + "\n\n" + pack.render_markdown(found)
+    if len(context) > MAX_CONTEXT_CHARS:  # the identity alone is too long: cut at a line
+        cut = context.rfind("\n", 0, MAX_CONTEXT_CHARS - 200)
+        context = context[: max(cut, 0)] + "\n\n…(cut: run `vaultmem read` for the rest)"
 
     def after() -> None:
         pack.commit_cursor(vault, found)
@@ -146,7 +159,7 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     settings = vault.config.hooks
     cursor = pack.load_cursor(vault, agent)
     others, newest, acked, more = scan_new(vault, agent, cursor, vault.config.read.max_new_entries)
-    budget = max(settings.prompt_budget, 100)
+    budget = max(min(settings.prompt_budget, MAX_CONTEXT_CHARS // 4 - 100), 100)
     parts: list[str] = []
     if others:
         lines: list[str] = []

@@ -83,7 +83,7 @@ class BankSettings:
 class HookSettings:
     """`vaultmem hook EVENT` (the lifecycle hooks of Claude Code and similar runtimes)."""
 
-    session_budget: int = 3000  # tokens of the session-start pack (0: the [read] budget)
+    session_budget: int = 2000  # tokens of the session-start pack (0: the [read] budget)
     prompt_budget: int = 800  # tokens a prompt hook may add to one turn
     recall_hits: int = 3  # recall hits a prompt hook may add
     recall_min_score: float = 12.0  # BM25F score a hit must reach to be added to a turn
