@@ -356,3 +356,20 @@ def owned_file(text: str | None, marker: str, path: Path, new: str | None) -> st
 def plan(path: Path, edit: Callable[[str | None], str | None]) -> FileChange:
     before = current(path)
     return FileChange(path, before, edit(before))
+
+
+def hooks_change(path: Path, handlers: dict[str, dict[str, Any]], remove: bool) -> FileChange:
+    return plan(path, lambda t: remove_hooks(t, path) if remove else merge_hooks(t, path, handlers))
+
+
+def server_change(path: Path, name: str, server: dict[str, Any], remove: bool) -> FileChange:
+    return plan(
+        path,
+        lambda t: remove_server(t, path, name) if remove else merge_server(t, path, name, server),
+    )
+
+
+def block_change(path: Path, markers: Markers, body: str, remove: bool) -> FileChange:
+    return plan(
+        path, lambda t: remove_block(t, markers) if remove else upsert_block(t, markers, body)
+    )
