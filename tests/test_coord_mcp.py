@@ -52,8 +52,9 @@ def test_inbox_acks_alerts_and_resolve_over_mcp(vault: Path) -> None:
     )
     items = payload(box)["items"]
     assert [i["id"] for i in items] == [h["id"]] and items[0]["waiting_for"] == ["ella"]
-    sections = payload(pack)["sections"]
-    assert next(iter(sections)) == "inbox" and h["id"] in sections["inbox"]["text"]
+    data = payload(pack)
+    assert data["sections"][0]["key"] == "inbox" and data["inbox"] == [h["id"]]
+    assert h["id"] in pack.content[0].text.split("## ", 2)[1]  # the markdown opens with it
     open_alerts = {x["id"]: x for x in payload(alerts)["alerts"]}
     assert open_alerts[a["id"]]["seen_again"] == 1
     assert payload(ack)["acks"] == [h["id"]]

@@ -246,32 +246,46 @@ def test_chunks_keep_whole_lines() -> None:
     assert LLMSettings().chunk_chars > 1000
 
 
-def test_dry_run_and_stdin(vault: Path, session: Path, fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.queue(tool_reply(FACTS))
+def test_dry_run_shows_what_would_be_sent_without_a_request(
+    vault: Path, session: Path, fake_anthropic: FakeAnthropic
+) -> None:
     res = run_cli(
         "retain", "--from", "-", "--dry-run", "--vault", str(vault), "--agent", "ella",
         stdin=TRANSCRIPT,
     )  # fmt: skip
     assert res.exit_code == 0, res.stderr
-    assert "inserted" in res.stdout and "(dry run)" in res.stdout
-    assert "stdin#L2-L3" not in res.stdout  # sources are in the notes, not the summary
-    assert "nothing was written" in res.stderr
-    assert _bank(vault) == []
+    assert "1 request(s)" in res.stdout and "lines 1-5" in res.stdout
+    assert "3: user: good. From now on every Stripe call" in res.stdout
+    assert "nothing was sent and nothing was written" in res.stderr
+    assert fake_anthropic.requests == [] and _bank(vault) == []
 
 
-def test_transcript_over_the_cap_is_refused(
+def test_dry_run_needs_no_key(vault: Path, session: Path) -> None:
+    res = run_cli(
+        "retain", "--from", str(session), "--dry-run", "--json", "--vault", str(vault),
+        "--agent", "ella",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["dry_run"] and data["transcript"]["format"] == "text"
+    assert [c["first"] for c in data["chunks"]] == [1]
+
+
+def test_transcript_over_the_cap_is_chunked_not_refused(
     vault: Path, tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
-    _settings(vault)
+    _settings(vault, chunk_chars=1000)
     toml = vault / "vaultmem.toml"
     toml.write_text(
         toml.read_text().replace("max_transcript_chars = 400000", "max_transcript_chars = 100")
     )
     path = tmp_path / "big.txt"
-    path.write_text("user: hello\n" * 20)
+    path.write_text("".join(f"user: hello number {n}, about the launch\n" for n in range(100)))
+    fake_anthropic.queue(*(tool_reply([]) for _ in range(6)))
     res = run_cli("retain", "--from", str(path), "--vault", str(vault), "--agent", "ella")
-    assert res.exit_code == 2 and "max_transcript_chars" in res.stderr
-    assert fake_anthropic.requests == []
+    assert res.exit_code == 0, res.stderr
+    assert "max_transcript_chars" in res.stderr and "several requests" in res.stderr
+    assert len(fake_anthropic.requests) >= 4
 
 
 def test_secret_in_a_proposed_fact_is_redacted(

@@ -62,6 +62,9 @@ class Pack:
         paths = [p for s in self.sections for p in s.paths]
         return list(dict.fromkeys(ids)), list(dict.fromkeys(paths))
 
+    def sections_by_key(self) -> dict[str, Section]:
+        return {s.key: s for s in self.sections}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "agent": self.agent,
@@ -86,6 +89,18 @@ class Pack:
             "peek": self.peek,
             "query": self.query,
         }
+
+
+def render_markdown(pack: Pack) -> str:
+    """The pack as `vaultmem read` prints it: markdown for a prompt."""
+    out = [f"# Session context for {pack.agent}", ""]
+    for section in pack.sections:
+        source = f" ({section.source})" if section.source else ""
+        out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
+    if pack.dropped:
+        detail = ", ".join(f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped)
+        out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
+    return "\n".join(out)
 
 
 def identity_section(vault: Vault, agent: str) -> Section:
@@ -191,15 +206,20 @@ def commit_cursor(vault: Vault, pack: Pack) -> bool:
     """Move the agent's cursor to what the pack showed. Call it after the pack was written out."""
     if pack.peek or pack.cursor is None:
         return False
-    path = cursor_path(vault, pack.agent)
+    save_cursor(vault, pack.agent, pack.cursor)
+    return True
+
+
+def save_cursor(vault: Vault, agent: str, cursor: dict[str, Any]) -> None:
+    """Record the newest entry `agent` was shown (`{"id", "hash", "time"}`)."""
+    path = cursor_path(vault, agent)
     try:
-        atomic_write(path, json.dumps(pack.cursor) + "\n")
+        atomic_write(path, json.dumps(cursor) + "\n")
     except OSError as exc:
         raise NotWritableError(
             f"cannot save the read cursor {vault.rel(path)}: {exc.strerror or exc}",
             "check that .vaultmem/ is writable",
         ) from exc
-    return True
 
 
 def project_state_section(vault: Vault) -> Section | None:

@@ -1,8 +1,10 @@
 """The only module that imports `anthropic`: candidate facts from a session transcript.
 
-`extract_facts` numbers the transcript's lines, cuts it into chunks of whole lines, and asks the
-model (forced tool use: the reply is a `record_facts` call whose input follows a JSON schema) for
-the facts worth keeping, each with its type, text and the lines it rests on. The instructions and
+`extract_facts` numbers a parsed transcript's units (the turns of a Claude Code or Codex session,
+see `bank.transcripts`, or the lines of plain text), cuts them into chunks of whole units, and
+asks the model (forced tool use: the reply is a `record_facts` call whose input follows a JSON
+schema) for the facts worth keeping, each with its type, text and the units it rests on. Every
+chunk goes through `secrets.redact_outbound` before it is sent. The instructions and
 the tool definition never change between calls, so they come first and carry `cache_control`:
 later chunks (and sessions within the cache lifetime) read them from the prompt cache, once the
 prefix reaches the model's minimum cacheable length (4,096 tokens for Haiku 4.5; below it the
@@ -22,8 +24,10 @@ from typing import Any
 
 from vaultmem.bank.model import BANK_TYPES as FACT_TYPES
 from vaultmem.bank.model import MAX_TEXT
+from vaultmem.bank.transcripts import Transcript, TranscriptFormat
 from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
 from vaultmem.core.errors import LLMError, UsageError
+from vaultmem.core.secrets import Finding, redact_outbound
 from vaultmem.core.tags import is_tag
 
 TOOL_NAME = "record_facts"
@@ -49,8 +53,9 @@ Do not record: small talk, steps of the work itself, things that were only tried
 anything the transcript says is temporary, and never credentials, tokens or passwords.
 
 Write each fact as one to three plain sentences that make sense on their own, without "the user
-said" or "in this session". Give the first and last transcript line numbers the fact rests on
-(the numbers at the start of each line). Record nothing if nothing qualifies: an empty list is a
+said" or "in this session". Give the first and last numbers of the transcript lines or turns the
+fact rests on (the numbers at the start of each line or turn). Tool lines only say which tool
+ran on what and whether it worked. Record nothing if nothing qualifies: an empty list is a
 good answer. Call the record_facts tool exactly once.
 """
 
@@ -135,18 +140,57 @@ def chunk_lines(lines: Sequence[str], chunk_chars: int) -> list[tuple[int, int]]
     return ranges
 
 
-def _numbered(lines: Sequence[str], first: int, last: int) -> str:
-    return "\n".join(f"{n}: {lines[n - 1]}" for n in range(first, last + 1))
+def _numbered(units: Sequence[str], first: int, last: int) -> str:
+    return "\n".join(f"{n}: {units[n - 1]}" for n in range(first, last + 1))
 
 
-def _quote(lines: Sequence[str], first: int, last: int) -> str:
-    picked = lines[first - 1 : min(last, first + MAX_QUOTE_LINES - 1)]
-    text = "\n".join(f"L{first + i}: {ln}" for i, ln in enumerate(picked))
+def _quote(transcript: Transcript, first: int, last: int) -> str:
+    """The units a fact rests on, each labelled so a person can find it in the file."""
+    picked = transcript.turns[first - 1 : min(last, first + MAX_QUOTE_LINES - 1)]
+    if transcript.format == TranscriptFormat.TEXT:
+        text = "\n".join(f"L{t.n}: {t.text}" for t in picked)
+    else:
+        text = "\n".join(
+            f"T{t.n} (line {t.line}{', ' + t.time[:16].replace('T', ' ') if t.time else ''}) "
+            + " ".join(t.render().split())
+            for t in picked
+        )
     if len(text) > MAX_QUOTE_CHARS:
         text = text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
     elif last - first + 1 > MAX_QUOTE_LINES:
         text += "\n…"
     return text
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One request's worth of the transcript: units first..last, as the model will read them."""
+
+    first: int
+    last: int
+    text: str
+    redactions: tuple[Finding, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first": self.first, "last": self.last, "chars": len(self.text), "text": self.text}
+
+
+def plan_chunks(transcript: Transcript, settings: LLMSettings) -> list[Chunk]:
+    """Exactly what would be sent, chunk by chunk (no API call): `retain --from --dry-run`."""
+    units = transcript.units
+    ranges = chunk_lines(units, max(settings.chunk_chars, 1000))
+    total = len(units)
+    noun = "lines" if transcript.unit == "line" else "turns"
+    out = []
+    for i, (first, last) in enumerate(ranges, 1):
+        header = (
+            f"Transcript {noun} {first}-{last} of {total} (part {i} of {len(ranges)}; "
+            f"{transcript.format.value}):\n\n"
+        )
+        # what leaves the machine is redacted, whatever was redacted before
+        text, found = redact_outbound(header + _numbered(units, first, last))
+        out.append(Chunk(first, last, text, tuple(found)))
+    return out
 
 
 def _client(settings: LLMSettings, api_key: str, base_url: str | None) -> Any:
@@ -214,7 +258,7 @@ def _api_message(exc: Any) -> str:
 
 
 def _parse_reply(
-    reply: Any, lines: Sequence[str], first: int, last: int, skipped: list[str]
+    reply: Any, transcript: Transcript, first: int, last: int, skipped: list[str]
 ) -> list[Candidate]:
     """The facts in one reply; a reply without a well-formed tool call raises LLMError."""
     if getattr(reply, "stop_reason", None) == "max_tokens":
@@ -276,7 +320,7 @@ def _parse_reply(
                 text=" ".join(text.split()),
                 line_start=start,
                 line_end=end,
-                quote=_quote(lines, start, end),
+                quote=_quote(transcript, start, end),
                 tags=tags,
             )
         )
@@ -284,41 +328,34 @@ def _parse_reply(
 
 
 def extract_facts(
-    transcript: str,
+    transcript: Transcript,
     *,
     settings: LLMSettings,
     api_key: str | None,
     base_url: str | None = None,
 ) -> Extraction:
-    """Ask the model for candidate facts in a transcript. All chunks or an LLMError (exit 7)."""
+    """Ask the model for candidate facts in a transcript. All chunks or an LLMError (exit 7).
+
+    Long sessions are cut into chunks of whole turns (or lines), never refused."""
     if not api_key:
         raise LLMError(
             f"retain --from needs an Anthropic API key and {ENV_ANTHROPIC_KEY} is not set",
-            f"export {ENV_ANTHROPIC_KEY}=... (or retain facts one by one: vaultmem retain TEXT --type T)",
+            f"export {ENV_ANTHROPIC_KEY}=... (see what would be sent with --dry-run; or retain "
+            "facts one by one: vaultmem retain TEXT --type T)",
         )
-    if not transcript.strip():
+    if not any(u.strip() for u in transcript.units):
         raise UsageError(
-            "the transcript is empty", "pass a file with the session, or '-' for stdin"
+            "the transcript is empty (no dialogue found)",
+            "pass a file with the session, or '-' for stdin",
         )
-    if len(transcript) > settings.max_transcript_chars:
-        raise UsageError(
-            f"the transcript is {len(transcript):,} characters; the limit is "
-            f"{settings.max_transcript_chars:,} ([llm] max_transcript_chars)",
-            "pass the relevant part of the session, or raise the limit in vaultmem.toml",
-        )
-    lines = transcript.splitlines()
-    ranges = chunk_lines(lines, max(settings.chunk_chars, 1000))
+    chunks = plan_chunks(transcript, settings)
     client = _client(settings, api_key, base_url)
     skipped: list[str] = []
     found: list[Candidate] = []
     usage: dict[str, int] = {}
-    for first, last in ranges:
-        header = (
-            f"Transcript lines {first}-{last} of {len(lines)} "
-            f"(part {ranges.index((first, last)) + 1} of {len(ranges)}):\n\n"
-        )
-        reply = _call(client, settings, header + _numbered(lines, first, last))
-        found += _parse_reply(reply, lines, first, last, skipped)
+    for chunk in chunks:
+        reply = _call(client, settings, chunk.text)
+        found += _parse_reply(reply, transcript, chunk.first, chunk.last, skipped)
         for key in (
             "input_tokens",
             "output_tokens",
@@ -331,7 +368,7 @@ def extract_facts(
     return Extraction(
         candidates=tuple(found),
         skipped=tuple(skipped),
-        chunks=len(ranges),
+        chunks=len(chunks),
         model=settings.model,
         usage=usage,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -50,7 +49,11 @@ def _retain_line(res: Any) -> str:
 
 
 def _warn_redactions(results: Any) -> None:
-    warn_redactions([f for r in results for f in r.findings])
+    """Results carry `findings`, transcripts `redactions`: one notice per credential."""
+    found = []
+    for r in results:
+        found += list(getattr(r, "findings", None) or getattr(r, "redactions", None) or ())
+    warn_redactions(found)
 
 
 @commands.command(
@@ -58,6 +61,7 @@ def _warn_redactions(results: Any) -> None:
         'vaultmem retain "Chiara wants migrations reviewed before Friday" --type preference '
         "--agent ella --source session-2026-11-29",
         "vaultmem retain --from session.txt --agent ella --dry-run",
+        "vaultmem retain --queued --agent ella",
     ),
 )
 def retain(
@@ -97,34 +101,60 @@ def retain(
         str | None,
         typer.Option(
             "--from",
-            help="A session transcript (file, or '-' for stdin): Claude proposes the facts.",
+            help="A session transcript (Claude Code or Codex JSONL, or plain text; a file, or "
+            "'-' for stdin): Claude proposes the facts.",
             show_default=False,
         ),
     ] = None,
+    queued: Annotated[
+        bool,
+        typer.Option(
+            "--queued", help="Retain the sessions the session-end hook queued (needs a key)."
+        ),
+    ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would happen; write nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Show what would happen; write nothing. With --from or --queued: show what "
+            "would be sent and how it is chunked, with no request (no key needed).",
+        ),
     ] = False,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
-) -> None:
+) -> int | None:
     """Propose facts into the agent's bank, pending review: inserted, duplicate ID or may supersede ID.
 
     A duplicate of an existing memory or pending fact is not written again: the existing one gets
     its evidence count raised and the source appended. Secrets are redacted (or refused, exit 8).
-    --from needs ANTHROPIC_API_KEY (exit 7 without it) and writes all facts or none.
+    --from reads Claude Code and Codex session files (dialogue and one line per tool call are
+    sent, after redaction) or plain text, chunks long sessions, needs ANTHROPIC_API_KEY (exit 7
+    without it) and writes all facts or none. --queued does the same for every session the
+    session-end hook queued.
     """
     from vaultmem.core.errors import UsageError
 
     v = open_vault(vault)
+    if queued:
+        if text is not None or from_ is not None:
+            raise UsageError(
+                "pass TEXT, --from TRANSCRIPT or --queued, one of them",
+                "see: vaultmem retain --help",
+            )
+        from vaultmem.cli.retain_from import retain_queued
+
+        return retain_queued(v, v.require_agent(agent) if agent else None, dry_run, as_json)
     who = v.require_agent(agent)
     if from_ is not None:
         if text is not None:
             raise UsageError(
                 "pass TEXT or --from TRANSCRIPT, not both", "see: vaultmem retain --help"
             )
-        _retain_from(v, who, from_, source, tags or [], dry_run, as_json)
-        return
+        from vaultmem.cli.retain_from import retain_from
+
+        retain_from(v, who, from_, source, tags or [], dry_run, as_json)
+        return None
     if text is None:
         raise UsageError(
             "nothing to retain", "pass the fact as TEXT, '-' for stdin, or --from FILE"
@@ -152,69 +182,7 @@ def retain(
         emit_json(res.to_dict())
     else:
         emit(_retain_line(res))
-
-
-def _retain_from(
-    v: Any, agent: str, path: str, source: str | None, tags: list[str], dry_run: bool, as_json: bool
-) -> None:
-    from vaultmem.bank.extraction import extract_facts
-    from vaultmem.bank.model import Proposal
-    from vaultmem.bank.retain import retain_many
-    from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
-    from vaultmem.core.errors import NotFoundError
-    from vaultmem.core.fsio import read_text
-
-    if path == "-":
-        import sys
-
-        transcript, label = sys.stdin.read(), source or "stdin"
-    else:
-        file = Path(path).expanduser()
-        try:
-            transcript = read_text(file, what="transcript")
-        except FileNotFoundError:
-            raise NotFoundError(
-                f"no transcript at {file}", "pass a file path, or '-' for stdin"
-            ) from None
-        label = source or file.name
-    extraction = extract_facts(
-        transcript,
-        settings=v.config.llm,
-        api_key=env(ENV_ANTHROPIC_KEY),
-        base_url=env(ENV_ANTHROPIC_BASE_URL),
-    )
-    for why in extraction.skipped:
-        warn(f"skipped a malformed proposal ({why})")
-    proposals = [
-        Proposal(
-            text=c.text,
-            type=c.type,
-            tags=tuple(dict.fromkeys([*tags, *c.tags])),
-            source=f"{label}#L{c.line_start}-L{c.line_end}",
-            quote=c.quote,
-        )
-        for c in extraction.candidates
-    ]
-    results = retain_many(v, proposals, agent=agent, dry_run=dry_run) if proposals else []
-    _warn_redactions(results)
-    if as_json:
-        emit_json(
-            {
-                "results": [r.to_dict() for r in results],
-                "skipped": list(extraction.skipped),
-                "chunks": extraction.chunks,
-                "model": extraction.model,
-                "usage": extraction.usage,
-                "dry_run": dry_run,
-            }
-        )
-        return
-    if not results:
-        emit("nothing worth retaining was found")
-    for res in results:
-        emit(f"{_retain_line(res)}  [{res.type}] {res.text}")
-    if dry_run:
-        warn("dry run: nothing was written")
+    return None
 
 
 # --- promote -----------------------------------------------------------------------------

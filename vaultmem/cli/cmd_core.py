@@ -175,6 +175,13 @@ def mcp(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False
     There is no tool to approve, forget or write shared memory directly: agents propose,
     people decide. Needs the mcp extra: pip install 'vaultmem[mcp]'.
     """
-    from vaultmem.mcp.server import serve
+    try:
+        from vaultmem.mcp.server import serve
+    except ImportError as exc:  # the mcp extra is not installed
+        from vaultmem.core.errors import UnavailableError
 
+        raise UnavailableError(
+            f"the MCP server needs the mcp package ({exc.name} is missing)",
+            "install it with: pip install 'vaultmem[mcp]'",
+        ) from exc
     serve(vault, agent or "")

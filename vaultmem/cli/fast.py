@@ -1,5 +1,6 @@
 """A start-up fast path for the commands agents run on every turn (read, append, recall,
-inbox, and the working-memory subcommands `wm set/get/list/del/push`).
+inbox, the working-memory subcommands `wm set/get/list/del/push`, and `hook`, which a runtime
+runs on every user prompt).
 
 Importing typer costs more than everything vaultmem itself does on `read` or `append` (~45 ms
 of a ~130 ms call, most of it pydantic through typer's adapters). The typer app stays the one
@@ -23,7 +24,18 @@ from typing import Any
 
 from vaultmem.core.config import ENV_NO_FAST, env
 
-HOT = ("read", "append", "recall", "inbox", "wm set", "wm get", "wm list", "wm del", "wm push")
+HOT = (
+    "read",
+    "append",
+    "recall",
+    "inbox",
+    "hook",
+    "wm set",
+    "wm get",
+    "wm list",
+    "wm del",
+    "wm push",
+)
 GROUPS = ("wm",)  # groups whose subcommands are hot: the name is two words
 _TYPES = {"str": str, "int": int, "float": float, "path": Path}
 

@@ -1,4 +1,4 @@
-"""The bodies of the per-turn commands (read, append, recall, inbox, wm), free of typer.
+"""The bodies of the per-turn commands (read, append, recall, inbox, wm, hook), free of typer.
 
 The typer commands in cmd_core/cmd_log/cmd_recall parse the command line and call these; the
 start-up fast path (cli/fast.py) calls them directly. Parameter names match the typer
@@ -23,23 +23,14 @@ def read(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    from vaultmem.app.pack import commit_cursor, read_pack, record_receipt
+    from vaultmem.app.pack import commit_cursor, read_pack, record_receipt, render_markdown
 
     v = open_vault(vault)
     pack = read_pack(v, agent or "", budget=budget, peek=peek, query=query)
     if as_json:
         emit_json(pack.to_dict())
     else:
-        out = [f"# Session context for {pack.agent}", ""]
-        for section in pack.sections:
-            source = f" ({section.source})" if section.source else ""
-            out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
-        if pack.dropped:
-            detail = ", ".join(
-                f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped
-            )
-            out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
-        emit("\n".join(out))
+        emit(render_markdown(pack))
     sys.stdout.flush()  # the pack is out: only now do its entries count as read
     from vaultmem.core.errors import VaultmemError
 
@@ -279,3 +270,35 @@ def wm_push(
     else:
         where = f" to thread {thread}" if thread else ""
         emit(f"pushed{where}" + (f"; dropped {dropped} older" if dropped else ""))
+
+
+def hook(
+    *,
+    event: str,
+    plain: bool,
+    vault: Path | None,
+    agent: str | None,
+    as_json: bool,
+) -> None:
+    """Run one lifecycle hook: print what it adds to the agent's context, always exit 0."""
+    from vaultmem.app.hook_quick import read_stdin
+    from vaultmem.app.hooks import run_hook
+
+    payload = read_stdin(sys.stdin)
+    outcome = run_hook(str(event), payload, vault_path=vault, agent=agent)
+    out = outcome.context if plain else outcome.stdout
+    try:
+        if out:
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+            sys.stdout.flush()
+        if outcome.stderr:
+            sys.stderr.write(outcome.stderr)
+    except OSError:
+        return  # the runtime went away: nothing was delivered, so nothing counts as read
+    if outcome.after is not None:
+        from vaultmem.core.errors import VaultmemError
+
+        try:
+            outcome.after()
+        except (VaultmemError, OSError) as exc:
+            sys.stderr.write(f"vaultmem hook {event}: could not record what was shown ({exc})\n")

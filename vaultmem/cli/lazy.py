@@ -55,6 +55,8 @@ COMMANDS: dict[str, str] = {
     "sync": "cmd_sync",
     "clone": "cmd_sync",
     "merge-file": "cmd_sync",
+    "setup": "cmd_agents",
+    "hook": "cmd_agents",
 }
 
 

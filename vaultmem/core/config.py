@@ -28,6 +28,7 @@ ENV_NOW = "VAULTMEM_NOW"
 ENV_ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
 ENV_ANTHROPIC_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_EDITOR = "EDITOR"
+ENV_CODEX_HOME = "CODEX_HOME"  # where Codex keeps config.toml (default ~/.codex)
 
 CONFIG_NAME = "vaultmem.toml"
 
@@ -116,6 +117,19 @@ class ReceiptSettings:
 
 
 @dataclass(frozen=True)
+class HookSettings:
+    """`vaultmem hook EVENT` (the lifecycle hooks of Claude Code and similar runtimes)."""
+
+    session_budget: int = 2000  # tokens of the session-start pack (0: the [read] budget)
+    prompt_budget: int = 800  # tokens a prompt hook may add to one turn
+    recall_hits: int = 3  # recall hits a prompt hook may add
+    recall_min_score: float = 12.0  # BM25F score a hit must reach to be added to a turn
+    timeout: float = 5.0  # seconds one hook call may take before it gives up (exit 0)
+    lock_timeout: float = 2.0  # seconds a hook waits for a vault lock
+    retain: bool = True  # session-end runs `retain --queued` in the background when a key is set
+
+
+@dataclass(frozen=True)
 class Config:
     """The parsed `vaultmem.toml` of one vault."""
 
@@ -134,6 +148,7 @@ class Config:
     alerts: AlertSettings = field(default_factory=AlertSettings)
     working: WorkingSettings = field(default_factory=WorkingSettings)
     receipts: ReceiptSettings = field(default_factory=ReceiptSettings)
+    hooks: HookSettings = field(default_factory=HookSettings)
 
 
 def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
@@ -264,6 +279,7 @@ def parse_config(text: str, path: Path) -> Config:
         alerts=_section(AlertSettings, raw.get("alerts"), "alerts", path),
         working=_section(WorkingSettings, raw.get("working"), "working", path),
         receipts=_section(ReceiptSettings, raw.get("receipts"), "receipts", path),
+        hooks=_section(HookSettings, raw.get("hooks"), "hooks", path),
     )
     return _check_values(config, path)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core.fsio import atomic_write
-from vaultmem.core.vault import STATE_DIR, Vault
+from vaultmem.core.vault import Vault
 from vaultmem.recall import embedder
 from vaultmem.recall.documents import Doc, read_documents
 
@@ -49,12 +49,9 @@ FileState = tuple[int, int, str]
 
 
 def store_dir(vault: Vault, *, writing: bool = False) -> Path:
-    """Where the store lives. For writing, through the vault's safe-path check: a
-    `.vaultmem/vectors` symlink that leads out of the vault is refused, never written
-    through (reads skip the check: it resolves every part of the path, ~3 ms)."""
-    if writing:
-        return vault.path(f"{STATE_DIR}/{FOLDER}")
-    return vault.state_dir / FOLDER
+    """Where the store lives, checked like every state path (`Vault.state`: a symlinked
+    `.vaultmem` or `vectors` folder is refused, exit 8). `writing` is kept for callers."""
+    return vault.state(FOLDER)
 
 
 def doc_text(doc: Doc) -> str:

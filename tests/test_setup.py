@@ -1,0 +1,331 @@
+"""`vaultmem setup RUNTIME`: merged into files people already have, byte for byte where
+untouched, idempotent, and `--remove` gives the original files back."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+# A person's own Claude Code settings: 4-space indent, their own hooks (one on SessionStart),
+# permissions and env; an .mcp.json with their server; a CLAUDE.md without a final newline.
+USER_SETTINGS = """{
+    "permissions": {"allow": ["Bash(npm run test:*)"], "deny": []},
+    "env": {"NODE_ENV": "development"},
+    "hooks": {
+        "SessionStart": [
+            {
+                "matcher": "startup",
+                "hooks": [{"type": "command", "command": "echo 'hello from my hook'"}]
+            }
+        ],
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh", "timeout": 5}]}
+        ]
+    },
+    "model": "opus"
+}
+"""
+USER_MCP = '{\n  "mcpServers": {\n    "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]}\n  }\n}\n'
+USER_CLAUDE_MD = "# Orbit\n\nUse pnpm, not npm.\n- Keep PRs small."
+USER_CODEX = """model = "gpt-5.1-codex"
+approval_policy = "on-request"
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "mcp-docs"]
+
+[profiles.fast]
+model = "gpt-5.1-codex-mini"
+"""
+USER_AGENTS_MD = "# Agents\n\nRun `make test` before you commit.\n"
+
+
+def setup(*args: str) -> tuple[int, str, str]:
+    res = run_cli("setup", *args)
+    return res.exit_code, res.stdout, res.stderr
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "orbit"
+    (folder / ".claude").mkdir(parents=True)
+    (folder / ".claude" / "settings.json").write_text(USER_SETTINGS)
+    (folder / ".mcp.json").write_text(USER_MCP)
+    (folder / "CLAUDE.md").write_text(USER_CLAUDE_MD)
+    (folder / "AGENTS.md").write_text(USER_AGENTS_MD)
+    return folder
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def cc(vault: Path, project: Path, *extra: str) -> tuple[int, str, str]:
+    return setup(
+        "claude-code", "--agent", "ella", "--vault", str(vault), "--project", str(project), *extra
+    )
+
+
+def test_claude_code_merge_twice_then_remove(vault: Path, project: Path) -> None:
+    before = snapshot(project)
+    code, out, err = cc(vault, project)
+    assert code == 0, err
+    assert "updated:" in out and "Claude Code asks once" in out
+    settings_text = (project / ".claude" / "settings.json").read_text()
+    settings = json.loads(settings_text)
+    # the person's keys and hooks are all there, unchanged
+    assert settings["permissions"] == {"allow": ["Bash(npm run test:*)"], "deny": []}
+    assert settings["env"] == {"NODE_ENV": "development"} and settings["model"] == "opus"
+    starts = settings["hooks"]["SessionStart"]
+    assert starts[0]["hooks"][0]["command"] == "echo 'hello from my hook'"
+    assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "./check.sh"
+    # ours: one command handler per event, with a timeout
+    for event, name in (
+        ("SessionStart", "session-start"),
+        ("UserPromptSubmit", "prompt"),
+        ("PreCompact", "pre-compact"),
+        ("Stop", "stop"),
+        ("SessionEnd", "session-end"),
+    ):
+        ours = [
+            h
+            for group in settings["hooks"][event]
+            for h in group["hooks"]
+            if f" hook {name} " in h["command"]
+        ]
+        assert len(ours) == 1 and ours[0]["type"] == "command" and ours[0]["timeout"] > 5
+        assert "--agent ella" in ours[0]["command"] and str(vault.resolve()) in ours[0]["command"]
+    # the untouched part of the file is byte for byte what the person wrote
+    assert settings_text.startswith(USER_SETTINGS.split('"hooks"')[0])
+    assert '"model": "opus"\n}\n' in settings_text
+    assert '            {\n                "matcher": "startup",' in settings_text
+    mcp = json.loads((project / ".mcp.json").read_text())
+    assert mcp["mcpServers"]["github"]["args"] == ["-y", "@modelcontextprotocol/server-github"]
+    assert mcp["mcpServers"]["vaultmem"]["args"][-4:] == [
+        "--vault",
+        str(vault.resolve()),
+        "--agent",
+        "ella",
+    ]
+    md = (project / "CLAUDE.md").read_text()
+    assert md.startswith(USER_CLAUDE_MD + "\n\n<!-- vaultmem:start")
+    assert "You are agent `ella`" in md and md.endswith("<!-- vaultmem:end -->\n")
+    once = snapshot(project)
+    code, _out, err = cc(vault, project)
+    assert code == 0, err
+    assert snapshot(project) == once  # idempotent: no duplicates, nothing rewritten
+    code, out, err = cc(vault, project, "--remove")
+    assert code == 0, err
+    assert snapshot(project) == before  # exactly what the person had
+
+
+def test_claude_code_on_an_empty_project(vault: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "fresh"
+    empty.mkdir()
+    assert cc(vault, empty)[0] == 0
+    assert sorted(snapshot(empty)) == [".claude/settings.json", ".mcp.json", "CLAUDE.md"]
+    assert cc(vault, empty, "--remove")[0] == 0
+    assert list(empty.iterdir()) == []
+
+
+def test_rerun_for_another_agent_updates_in_place(vault: Path, project: Path) -> None:
+    cc(vault, project)
+    run_cli(
+        "setup", "claude-code", "--agent", "lyra", "--vault", str(vault), "--project", str(project)
+    )
+    text = (project / ".claude" / "settings.json").read_text()
+    assert "--agent lyra" in text and "--agent ella" not in text
+    assert text.count("hook session-start") == 1
+    assert "You are agent `lyra`" in (project / "CLAUDE.md").read_text()
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(vault: Path, project: Path) -> None:
+    before = snapshot(project)
+    code, out, _err = cc(vault, project, "--dry-run")
+    assert code == 0 and snapshot(project) == before
+    assert "+++ " in out and '+                        "type": "command",' in out
+    assert "(dry run: nothing was written)" in out
+
+
+def test_broken_settings_are_left_alone(vault: Path, project: Path) -> None:
+    (project / ".claude" / "settings.json").write_text('{"hooks": {,}')
+    before = snapshot(project)
+    code, _out, err = cc(vault, project)
+    assert code == 5 and "not valid JSON" in err and snapshot(project) == before
+
+
+def test_someone_elses_server_named_vaultmem_is_refused(vault: Path, project: Path) -> None:
+    (project / ".mcp.json").write_text(
+        '{"mcpServers": {"vaultmem": {"command": "my-own-thing"}}}\n'
+    )
+    before = snapshot(project)
+    code, _out, err = cc(vault, project)
+    assert code == 8 and "not vaultmem's" in err and snapshot(project) == before
+
+
+def test_user_scope(vault: Path, project: Path, isolated_env: Path) -> None:
+    code, out, err = cc(vault, project, "--scope", "user")
+    assert code == 0, err
+    home = isolated_env
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert "UserPromptSubmit" in settings["hooks"]
+    assert (home / ".claude" / "CLAUDE.md").exists()
+    assert "claude mcp add --scope user vaultmem --" in out
+    assert (project / ".mcp.json").read_text() == USER_MCP
+    assert cc(vault, project, "--scope", "user", "--remove")[0] == 0
+    assert not (home / ".claude").exists()
+
+
+def test_the_written_hooks_run(vault: Path, project: Path) -> None:
+    """The commands in settings.json are real commands: run one as Claude Code would."""
+    cc(vault, project)
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    (command,) = [
+        h["command"]
+        for g in settings["hooks"]["SessionStart"]
+        for h in g["hooks"]
+        if "vaultmem" in h["command"]
+    ]
+    proc = subprocess.run(
+        ["bash", "-c", command],
+        input=json.dumps(
+            {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"}
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "Session context for ella"
+        in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    )
+    assert shlex.split(command)[1:3] == ["hook", "session-start"]
+
+
+def test_plugin_folder(vault: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "vaultmem-plugin"
+    code, out, err = setup(
+        "claude-code", "--agent", "ella", "--vault", str(vault), "--plugin", str(folder)
+    )
+    assert code == 0, err
+    manifest = json.loads((folder / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "vaultmem"
+    market = json.loads((folder / ".claude-plugin" / "marketplace.json").read_text())
+    assert market["plugins"][0]["source"] == "./"
+    hooks = json.loads((folder / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"}
+    assert "vaultmem" in json.loads((folder / ".mcp.json").read_text())["mcpServers"]
+    assert "claude --plugin-dir" in out
+    again = snapshot(folder)
+    setup("claude-code", "--agent", "ella", "--vault", str(vault), "--plugin", str(folder))
+    assert snapshot(folder) == again
+    (folder / "README.md").write_text("mine\n")
+    setup(
+        "claude-code", "--agent", "ella", "--vault", str(vault), "--plugin", str(folder), "--remove"
+    )
+    assert snapshot(folder) == {"README.md": b"mine\n"}
+
+
+def codex(vault: Path, project: Path, *extra: str) -> tuple[int, str, str]:
+    return setup(
+        "codex", "--agent", "lyra", "--vault", str(vault), "--project", str(project), *extra
+    )
+
+
+def test_codex_merge_twice_then_remove(
+    vault: Path, project: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = isolated_env / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(USER_CODEX)
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    before = snapshot(home), snapshot(project)
+    code, _out, err = codex(vault, project)
+    assert code == 0, err
+    config = (home / "config.toml").read_text()
+    assert config.startswith(USER_CODEX + "\n# vaultmem:start")
+    data = tomllib.loads(config)
+    assert data["mcp_servers"]["docs"]["command"] == "npx"
+    assert data["mcp_servers"]["vaultmem"]["args"][-2:] == ["--agent", "lyra"]
+    assert data["profiles"]["fast"]["model"] == "gpt-5.1-codex-mini"
+    agents = (project / "AGENTS.md").read_text()
+    assert agents.startswith(USER_AGENTS_MD + "\n<!-- vaultmem:start") and "agent `lyra`" in agents
+    once = snapshot(home), snapshot(project)
+    assert codex(vault, project)[0] == 0
+    assert (snapshot(home), snapshot(project)) == once
+    assert codex(vault, project, "--remove")[0] == 0
+    assert (snapshot(home), snapshot(project)) == before
+
+
+def test_codex_refuses_a_server_of_the_same_name(
+    vault: Path, project: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = isolated_env / ".codex"
+    home.mkdir()
+    (home / "config.toml").write_text('[mcp_servers.vaultmem]\ncommand = "elsewhere"\n')
+    before = snapshot(home)
+    code, _out, err = codex(vault, project)
+    assert code == 8 and "outside vaultmem's block" in err and snapshot(home) == before
+
+
+def test_codex_project_scope(vault: Path, project: Path) -> None:
+    assert codex(vault, project, "--scope", "project")[0] == 0
+    data = tomllib.loads((project / ".codex" / "config.toml").read_text())
+    assert "vaultmem" in data["mcp_servers"]
+    assert codex(vault, project, "--scope", "project", "--remove")[0] == 0
+    assert not (project / ".codex").exists()
+
+
+def test_cursor_merge_twice_then_remove(vault: Path, project: Path) -> None:
+    (project / ".cursor").mkdir()
+    (project / ".cursor" / "mcp.json").write_text(USER_MCP)
+    before = snapshot(project)
+    args = ("cursor", "--agent", "ella", "--vault", str(vault), "--project", str(project))
+    assert setup(*args)[0] == 0
+    rule = (project / ".cursor" / "rules" / "vaultmem.mdc").read_text()
+    assert rule.startswith("---\ndescription:") and "alwaysApply: true" in rule
+    servers = json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert set(servers) == {"github", "vaultmem"}
+    once = snapshot(project)
+    assert setup(*args)[0] == 0 and snapshot(project) == once
+    assert setup(*args, "--remove")[0] == 0
+    assert snapshot(project) == before and not (project / ".cursor" / "rules").exists()
+
+
+def test_cursor_leaves_a_rule_it_did_not_write(vault: Path, project: Path) -> None:
+    rules = project / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "vaultmem.mdc").write_text("my own rule\n")
+    code, _out, err = setup(
+        "cursor", "--agent", "ella", "--vault", str(vault), "--project", str(project)
+    )
+    assert code == 8 and "not written by vaultmem" in err
+    assert (rules / "vaultmem.mdc").read_text() == "my own rule\n"
+
+
+def test_generic_prints_instructions_and_mcp_json(vault: Path) -> None:
+    code, out, _err = setup("generic", "--agent", "ella", "--vault", str(vault))
+    assert code == 0 and "You are agent `ella`" in out
+    snippet = json.loads(out[out.index("{") :])
+    assert (
+        snippet["mcpServers"]["vaultmem"]["args"][0:1] == ["mcp"]
+        or "mcp" in snippet["mcpServers"]["vaultmem"]["args"]
+    )
+
+
+def test_setup_needs_a_known_agent(vault: Path, project: Path) -> None:
+    code, _out, err = setup(
+        "claude-code", "--agent", "bob", "--vault", str(vault), "--project", str(project)
+    )
+    assert code == 4 and "unknown agent" in err
+    code, _out, err = setup("claude-code", "--vault", str(vault), "--project", str(project))
+    assert code == 2 and "--agent" in err

@@ -1,0 +1,307 @@
+"""Retention of whole sessions: `retain --from TRANSCRIPT`, the queue, `retain --queued`.
+
+`retain_transcript` parses a transcript (`bank.transcripts`), asks the model for candidate facts
+(`bank.extraction`, the only anthropic importer) and writes them, deduped, into the agent's
+bank, all or none. `plan` shows what would be sent without any key or request.
+
+The session-end hook cannot wait for a model, and may run without a key: it *queues* the
+session instead. A queued session is the parsed, redacted transcript (no raw JSONL, no secret)
+in `.vaultmem/queue/<agent>/<time>-<session>.json`; `vaultmem retain --queued` sends each one,
+removes it once its facts are written and keeps it (with the error) when anything fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.bank.transcripts import Transcript, TranscriptFormat, Turn, parse_transcript
+from vaultmem.core import clock
+from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
+from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.vault import Vault
+
+if TYPE_CHECKING:
+    from vaultmem.bank.extraction import Chunk, Extraction
+    from vaultmem.bank.model import RetainResult
+
+QUEUE_DIR = "queue"
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def load_transcript(path: str, stdin_text: str | None = None) -> tuple[Transcript, str]:
+    """The parsed transcript and the label facts cite (`session.jsonl`, or `stdin`)."""
+    if path == "-":
+        return parse_transcript(stdin_text or ""), "stdin"
+    file = Path(path).expanduser()
+    try:
+        text = read_text(file, what="transcript")
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"no transcript at {file}", "pass a file path, or '-' for stdin"
+        ) from None
+    except IsADirectoryError:
+        raise UsageError(f"{file} is a folder", "pass a transcript file") from None
+    return parse_transcript(text), file.name
+
+
+def cite(transcript: Transcript, label: str, first: int, last: int) -> str:
+    """`session.jsonl#T12-T14` (turns) or `notes.txt#L3-L5` (lines)."""
+    mark = "L" if transcript.format == TranscriptFormat.TEXT else "T"
+    return f"{label}#{mark}{first}-{mark}{last}"
+
+
+@dataclass(frozen=True)
+class Retention:
+    """What one transcript gave: the per-fact outcomes and how the model was used."""
+
+    label: str
+    transcript: Transcript
+    results: tuple[RetainResult, ...]
+    extraction: Extraction
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.label,
+            "transcript": self.transcript.to_dict(),
+            "results": [r.to_dict() for r in self.results],
+            "skipped": list(self.extraction.skipped),
+            "chunks": self.extraction.chunks,
+            "model": self.extraction.model,
+            "usage": self.extraction.usage,
+            "dry_run": self.dry_run,
+        }
+
+
+def plan(vault: Vault, transcript: Transcript) -> list[Chunk]:
+    """The requests `retain --from` would make, as text, after redaction (no key needed)."""
+    from vaultmem.bank.extraction import plan_chunks
+
+    return plan_chunks(transcript, vault.config.llm)
+
+
+def retain_transcript(
+    vault: Vault,
+    agent: str,
+    transcript: Transcript,
+    label: str,
+    *,
+    tags: tuple[str, ...] | list[str] = (),
+    api_key: str | None,
+    base_url: str | None = None,
+    dry_run: bool = False,
+) -> Retention:
+    """Extract facts from the session and retain them all (or, on any error, none)."""
+    from vaultmem.bank.extraction import extract_facts
+    from vaultmem.bank.model import Proposal
+    from vaultmem.bank.retain import retain_many
+
+    agent = vault.require_agent(agent)
+    extraction = extract_facts(
+        transcript, settings=vault.config.llm, api_key=api_key, base_url=base_url
+    )
+    proposals = [
+        Proposal(
+            text=c.text,
+            type=c.type,
+            tags=tuple(dict.fromkeys([*tags, *c.tags])),
+            source=cite(transcript, label, c.line_start, c.line_end),
+            quote=c.quote,
+        )
+        for c in extraction.candidates
+    ]
+    results = retain_many(vault, proposals, agent=agent, dry_run=dry_run) if proposals else []
+    return Retention(label, transcript, tuple(results), extraction, dry_run)
+
+
+# --- the queue ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Queued:
+    path: Path
+    agent: str
+    label: str
+    session_id: str | None
+    queued: str
+    transcript: Transcript
+    attempts: int = 0
+    last_error: str | None = None
+
+    @property
+    def chars(self) -> int:
+        return sum(len(u) for u in self.transcript.units)
+
+    def to_dict(self, vault: Vault) -> dict[str, Any]:
+        return {
+            "path": vault.rel(self.path),
+            "agent": self.agent,
+            "source": self.label,
+            "session_id": self.session_id,
+            "queued": self.queued,
+            "turns": len(self.transcript.turns),
+            "chars": self.chars,
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+        }
+
+
+def queue_dir(vault: Vault, agent: str) -> Path:
+    return vault.state(QUEUE_DIR, agent)
+
+
+def _turns_out(t: Transcript) -> list[dict[str, Any]]:
+    return [
+        {"n": x.n, "role": x.role, "text": x.text, "line": x.line, "time": x.time} for x in t.turns
+    ]
+
+
+def enqueue(
+    vault: Vault, agent: str, transcript: Transcript, label: str, session_id: str | None
+) -> Queued | None:
+    """Queue a parsed session for retention; None when it holds no dialogue."""
+    agent = vault.require_agent(agent)
+    if not transcript.turns or (
+        transcript.format != TranscriptFormat.TEXT and not transcript.requests()
+    ):
+        return None
+    stamp = clock.stamp().replace(":", "")
+    name = _SAFE.sub("-", f"{stamp}-{session_id or 'session'}")[:120] + ".json"
+    path = queue_dir(vault, agent) / name
+    record = {
+        "agent": agent,
+        "source": label,
+        "session_id": session_id,
+        "queued": clock.stamp(),
+        "format": transcript.format.value,
+        "files": list(transcript.files),
+        "cwd": transcript.cwd,
+        "started": transcript.started,
+        "attempts": 0,
+        "last_error": None,
+        "turns": _turns_out(transcript),
+    }
+    atomic_write(path, json.dumps(record, ensure_ascii=False) + "\n", mode=0o600)
+    return _queued_from(path, record)
+
+
+def _queued_from(path: Path, data: dict[str, Any]) -> Queued:
+    turns = tuple(
+        Turn(int(t["n"]), str(t["role"]), str(t["text"]), int(t.get("line") or 0), t.get("time"))
+        for t in data.get("turns", [])
+        if isinstance(t, dict)
+    )
+    transcript = Transcript(
+        TranscriptFormat(data.get("format", "text")),
+        turns,
+        tuple(data.get("files") or ()),
+        data.get("session_id"),
+        data.get("cwd"),
+        data.get("started"),
+    )
+    return Queued(
+        path,
+        str(data.get("agent")),
+        str(data.get("source") or path.name),
+        data.get("session_id"),
+        str(data.get("queued") or ""),
+        transcript,
+        int(data.get("attempts") or 0),
+        data.get("last_error"),
+    )
+
+
+def queued(vault: Vault, agent: str | None = None) -> list[Queued]:
+    """Queued sessions, oldest first (of one agent, or of every agent)."""
+    root = vault.state(QUEUE_DIR)
+    agents = [agent] if agent else sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    out = []
+    for name in agents:
+        folder = root / name
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.json")):
+            try:
+                data = json.loads(path.read_bytes())
+                out.append(_queued_from(path, data))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a torn file: left for a person (status lists the folder)
+    return out
+
+
+@dataclass(frozen=True)
+class QueueOutcome:
+    item: Queued
+    retention: Retention | None = None
+    error: str | None = None
+    exit_code: int = 0
+
+    def to_dict(self, vault: Vault) -> dict[str, Any]:
+        return {
+            **self.item.to_dict(vault),
+            "retention": self.retention.to_dict() if self.retention else None,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class QueueRun:
+    outcomes: tuple[QueueOutcome, ...] = ()
+    busy: bool = False  # another `retain --queued` holds the queue
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def retain_queued(
+    vault: Vault,
+    agent: str | None,
+    *,
+    api_key: str | None,
+    base_url: str | None = None,
+    dry_run: bool = False,
+) -> QueueRun:
+    """Send every queued session; a session leaves the queue once its facts are written."""
+    from vaultmem.core.locking import lock_path, release, try_exclusive
+
+    held = try_exclusive(lock_path(vault, "retain-queue"))
+    if held is None:
+        return QueueRun(busy=True)
+    try:
+        outcomes = []
+        for item in queued(vault, agent):
+            try:
+                done = retain_transcript(
+                    vault,
+                    item.agent,
+                    item.transcript,
+                    item.label,
+                    api_key=api_key,
+                    base_url=base_url,
+                    dry_run=dry_run,
+                )
+            except VaultmemError as exc:
+                if not dry_run:
+                    _record_failure(item, str(exc))
+                outcomes.append(QueueOutcome(item, None, str(exc), exc.exit_code))
+                continue
+            if not dry_run:
+                item.path.unlink(missing_ok=True)
+            outcomes.append(QueueOutcome(item, done))
+        return QueueRun(tuple(outcomes))
+    finally:
+        release(held)
+
+
+def _record_failure(item: Queued, message: str) -> None:
+    try:
+        data = json.loads(item.path.read_bytes())
+    except (OSError, ValueError):
+        return
+    data["attempts"] = int(data.get("attempts") or 0) + 1
+    data["last_error"] = message
+    with contextlib.suppress(VaultmemError):
+        atomic_write(item.path, json.dumps(data, ensure_ascii=False) + "\n", mode=0o600)

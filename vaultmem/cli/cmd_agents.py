@@ -1,0 +1,256 @@
+"""Commands that connect agent runtimes: `setup RUNTIME` (wire it once) and `hook EVENT`
+(what the runtime's lifecycle hooks call; the fast path in cli/fast.py runs it without typer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from vaultmem.app.hooks import HookEvent
+from vaultmem.app.setup import SetupScope
+from vaultmem.cli.base import (
+    AgentOpt,
+    JsonOpt,
+    VaultOpt,
+    commands,
+    emit,
+    emit_json,
+    example,
+    open_vault,
+)
+
+setup_app = typer.Typer(
+    help="Wire an agent runtime to the vault: hooks, MCP server, instructions.",
+    no_args_is_help=True,
+    epilog=example(
+        "vaultmem setup claude-code --agent ella --vault ~/notes/orbit",
+        "vaultmem setup codex --agent lyra --dry-run",
+        "vaultmem setup generic --agent ella",
+    ),
+)
+commands.add_typer(setup_app, name="setup")
+
+ProjectOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        help="The project folder whose files get the settings [default: here].",
+        show_default=False,
+    ),
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print the changes as a diff; write nothing.")
+]
+RemoveOpt = Annotated[
+    bool, typer.Option("--remove", help="Take out exactly what setup added, nothing else.")
+]
+
+
+def _finish(plan: Any, dry_run: bool, as_json: bool) -> None:
+    from vaultmem.app.setup import apply_plan
+
+    if not dry_run:
+        apply_plan(plan)
+    if as_json:
+        emit_json(
+            {
+                **plan.to_dict(),
+                "dry_run": dry_run,
+                "diff": "".join(c.diff() for c in plan.changes if c.changed),
+            }
+        )
+        return
+    for change in plan.changes:
+        if dry_run and change.changed:
+            emit(change.diff().rstrip("\n"))
+        else:
+            verb = {"create": "created", "update": "updated", "delete": "removed"}.get(
+                change.verb, "unchanged"
+            )
+            emit(f"{verb if not dry_run else 'unchanged'}: {change.path}")
+    if dry_run:
+        emit("(dry run: nothing was written)")
+    for note in plan.notes:
+        emit(f"next: {note}")
+
+
+def _vault_and_agent(vault: Path | None, agent: str | None) -> tuple[Any, str]:
+    from vaultmem.core.errors import UsageError
+
+    v = open_vault(vault)
+    if not agent:
+        raise UsageError(
+            "setup needs the agent this runtime acts as",
+            f"pass --agent NAME (known: {', '.join(v.known_agents()) or 'none'})",
+        )
+    return v, v.require_agent(agent)
+
+
+@setup_app.command(
+    "claude-code",
+    epilog=example(
+        "vaultmem setup claude-code --agent ella --vault ~/notes/orbit --dry-run",
+        "vaultmem setup claude-code --agent ella --remove",
+        "vaultmem setup claude-code --agent ella --plugin ./vaultmem-plugin",
+    ),
+)
+def setup_claude_code(
+    project: ProjectOpt = None,
+    scope: Annotated[
+        SetupScope,
+        typer.Option(
+            "--scope",
+            help="project: .claude/settings.json, .mcp.json and CLAUDE.md here; user: ~/.claude/.",
+        ),
+    ] = SetupScope.PROJECT,
+    plugin: Annotated[
+        Path | None,
+        typer.Option(
+            "--plugin", help="Write a Claude Code plugin folder here instead.", show_default=False
+        ),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    remove: RemoveOpt = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Claude Code: hooks, the MCP server and a CLAUDE.md block, merged into your files.
+
+    SessionStart loads the agent's pack, UserPromptSubmit adds what is new, PreCompact and Stop
+    save a checkpoint, SessionEnd queues the session for retention. Your own hooks, servers and
+    text are kept byte for byte; running it twice changes nothing; --remove takes out only what
+    it added.
+    """
+    from vaultmem.app.setup import plan_claude_code, plan_plugin
+
+    v, who = _vault_and_agent(vault, agent)
+    if plugin is not None:
+        plan = plan_plugin(v, who, plugin.expanduser().resolve(), remove=remove)
+    else:
+        plan = plan_claude_code(
+            v, who, project=(project or Path.cwd()).resolve(), scope=scope, remove=remove
+        )
+    _finish(plan, dry_run, as_json)
+
+
+@setup_app.command(
+    "codex",
+    epilog=example(
+        "vaultmem setup codex --agent lyra --vault ~/notes/orbit --dry-run",
+        "vaultmem setup codex --agent lyra --remove",
+    ),
+)
+def setup_codex(
+    project: ProjectOpt = None,
+    scope: Annotated[
+        SetupScope,
+        typer.Option(
+            "--scope",
+            help="user: ~/.codex/config.toml ($CODEX_HOME); project: .codex/config.toml here.",
+        ),
+    ] = SetupScope.USER,
+    dry_run: DryRunOpt = False,
+    remove: RemoveOpt = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Codex: the MCP server in config.toml and an instruction block in the project's AGENTS.md.
+
+    Both are marked blocks: a re-run updates them, --remove takes them out, and nothing else in
+    either file changes.
+    """
+    from vaultmem.app.setup import plan_codex
+    from vaultmem.core.config import ENV_CODEX_HOME, env
+
+    v, who = _vault_and_agent(vault, agent)
+    home = env(ENV_CODEX_HOME)
+    plan = plan_codex(
+        v,
+        who,
+        project=(project or Path.cwd()).resolve(),
+        scope=scope,
+        remove=remove,
+        codex_home=Path(home).expanduser() if home else None,
+    )
+    _finish(plan, dry_run, as_json)
+
+
+@setup_app.command(
+    "cursor",
+    epilog=example(
+        "vaultmem setup cursor --agent ella --vault ~/notes/orbit",
+        "vaultmem setup cursor --agent ella --remove",
+    ),
+)
+def setup_cursor(
+    project: ProjectOpt = None,
+    scope: Annotated[
+        SetupScope,
+        typer.Option(
+            "--scope",
+            help="project: .cursor/mcp.json and .cursor/rules/vaultmem.mdc here; user: ~/.cursor/mcp.json.",
+        ),
+    ] = SetupScope.PROJECT,
+    dry_run: DryRunOpt = False,
+    remove: RemoveOpt = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cursor: the MCP server in .cursor/mcp.json and an always-applied rule."""
+    from vaultmem.app.setup import plan_cursor
+
+    v, who = _vault_and_agent(vault, agent)
+    plan = plan_cursor(
+        v, who, project=(project or Path.cwd()).resolve(), scope=scope, remove=remove
+    )
+    _finish(plan, dry_run, as_json)
+
+
+@setup_app.command(
+    "generic",
+    epilog=example("vaultmem setup generic --agent ella --vault ~/notes/orbit"),
+)
+def setup_generic(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+    """Any MCP client: print the instruction block and the MCP server entry to paste."""
+    from vaultmem.app.setup import plan_generic
+
+    v, who = _vault_and_agent(vault, agent)
+    plan = plan_generic(v, who)
+    if as_json:
+        emit_json(plan.to_dict())
+    else:
+        emit(plan.printed)
+
+
+@commands.command(
+    epilog=example(
+        'echo \'{"hook_event_name": "UserPromptSubmit", "prompt": "hi"}\' | '
+        "vaultmem hook prompt --agent ella --plain"
+    ),
+)
+def hook(
+    event: Annotated[
+        HookEvent, typer.Argument(help="session-start, prompt, pre-compact, stop or session-end.")
+    ],
+    plain: Annotated[
+        bool,
+        typer.Option("--plain", help="Print the added context as text, not Claude Code's JSON."),
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What an agent runtime's lifecycle hooks call; reads the hook's JSON on stdin.
+
+    Prints Claude Code's hook output (hookSpecificOutput.additionalContext) for session-start
+    and prompt, nothing for the others. Always exits 0: a failure is one line on stderr and its
+    cause goes to .vaultmem/hooks.log. `vaultmem setup claude-code` writes the hooks for you.
+    """
+    from vaultmem.cli import hot
+
+    hot.hook(event=event, plain=plain, vault=vault, agent=agent, as_json=as_json)
