@@ -110,28 +110,31 @@ def session_start(vault: Vault, agent: str, payload: HookInput) -> Outcome:
 
 def scan_new(
     vault: Vault, agent: str, cursor: dict[str, Any] | None, limit: int
-) -> tuple[list[entry.Entry], entry.Entry | None, set[str], bool]:
-    """Other agents' entries newer than the cursor (oldest first), the newest entry, the ids
-    acked by the entries read, and whether more were written than `limit`."""
+) -> tuple[list[entry.Entry], dict[str, Any], set[str], bool]:
+    """Other agents' entries newer than the cursor (oldest first), where the cursor goes once
+    they are shown, the ids acked by the entries read, and whether more were written than
+    `limit`."""
     others: list[entry.Entry] = []
     newest: entry.Entry | None = None
     acked: set[str] = set()
     more = False
+    unseen = window.Unseen(vault, agent, cursor)  # the pack's rule: new by chain, not by place
     for scanned, e in enumerate(reading.iter_reverse(vault.live_context), 1):
         if newest is None:
             newest = e
-        if cursor is not None and e.id == cursor.get("id") and e.hash == cursor.get("hash"):
-            break
+        new = unseen.is_new(e)
         acked.update(a for a in e.acks if entry.author_of(a) != e.agent)
-        if e.agent != agent:
+        if e.agent != agent and (new or cursor is None):
             if len(others) >= limit:
                 more = True
                 break
             others.append(e)
+        if cursor is not None and unseen.done:
+            break
         if (cursor is None and len(others) >= limit) or scanned >= window.SCAN_LIMIT:
             break
-    others.reverse()
-    return others, newest, acked, more
+    others.sort(key=lambda x: (x.time, x.id))
+    return others, unseen.next_cursor(newest), acked, more
 
 
 def recall_lines(vault: Vault, agent: str, query: str, shown: set[str]) -> list[tuple[str, str]]:
@@ -158,7 +161,9 @@ def recall_lines(vault: Vault, agent: str, query: str, shown: set[str]) -> list[
 def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     settings = vault.config.hooks
     cursor = pack.load_cursor(vault, agent)
-    others, newest, acked, more = scan_new(vault, agent, cursor, vault.config.read.max_new_entries)
+    others, next_cursor, acked, more = scan_new(
+        vault, agent, cursor, vault.config.read.max_new_entries
+    )
     budget = max(min(settings.prompt_budget, MAX_CONTEXT_CHARS // 4 - 100), 100)
     parts: list[str] = []
     if others:
@@ -197,14 +202,17 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
             "vaultmem: the vault has notes on this (read them if they matter):\n\n"
             + sections.fence("\n".join(line for _k, line in hits))
         )
-    moved = newest is not None and (cursor is None or newest.id != cursor.get("id"))
+    moved = next_cursor.get("id") is not None and (
+        cursor is None
+        or next_cursor.get("id") != cursor.get("id")
+        or next_cursor.get("seen") != cursor.get("seen")
+    )
     if not parts and not moved:
         return Outcome()  # nothing new: print nothing, write nothing
 
     def after() -> None:
-        if moved and newest is not None:
-            cursor = {"id": newest.id, "hash": newest.hash, "time": newest.time}
-            pack.save_cursor(vault, agent, cursor)
+        if moved:
+            pack.save_cursor(vault, agent, next_cursor)
         if hits:
             save_session(
                 vault,

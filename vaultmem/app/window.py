@@ -42,6 +42,60 @@ def _author(entry_id: str) -> str:
     return entry.author_of(entry_id)
 
 
+class Unseen:
+    """What an agent has not been shown yet, by chain.
+
+    A cursor remembers, per chain (`ella`, `ella.k2f7`), the highest sequence number the agent
+    was shown (`seen`). An entry is new when its number is higher, wherever it stands in the
+    file: after a git merge, another machine's entries can land before the agent's last read
+    in file order, and they are still shown, once. The chain heads (cached, rebuilt after the
+    file changed) say how many new entries there are, so reading back from the end stops as
+    soon as all of them are found. A cursor from before `seen` existed falls back to the entry
+    it ended at.
+    """
+
+    def __init__(self, vault: Vault, agent: str, cursor: dict[str, Any] | None) -> None:
+        from vaultmem.nexus.log import peek_heads
+
+        self.cursor = cursor
+        self.heads = peek_heads(vault, "live")
+        seen = cursor.get("seen") if cursor else None
+        self.seen: dict[str, int] | None = seen if isinstance(seen, dict) else None
+        self.remaining = 0
+        if self.seen is not None:
+            for chain, (seq, _digest) in self.heads.items():
+                if entry.author_of(chain) != agent:
+                    self.remaining += max(0, int(seq) - int(self.seen.get(chain, 0)))
+        self.reached = cursor is None
+
+    def is_new(self, e: entry.Entry) -> bool:
+        """Call once per entry, newest first."""
+        if self.seen is not None:
+            new = e.seq > int(self.seen.get(entry.chain_of(e.id), 0))
+            if new:
+                self.remaining -= 1
+            return new
+        if (
+            self.cursor is not None
+            and e.id == self.cursor.get("id")
+            and e.hash == self.cursor.get("hash")
+        ):
+            self.reached = True
+        return not self.reached
+
+    @property
+    def done(self) -> bool:
+        """No new entry is left further back."""
+        return self.remaining <= 0 if self.seen is not None else self.reached
+
+    def next_cursor(self, newest: entry.Entry | None) -> dict[str, Any]:
+        seen = {chain: int(seq) for chain, (seq, _d) in self.heads.items()}
+        if newest is not None:
+            return {"id": newest.id, "hash": newest.hash, "time": newest.time, "seen": seen}
+        # an empty log: remember that the agent has read it, so the next read is not a "first"
+        return {"id": None, "hash": None, "time": clock.stamp_ms(), "seen": seen}
+
+
 def log_sections(
     vault: Vault,
     agent: str,
@@ -62,18 +116,19 @@ def log_sections(
     # entry come after it, so for every entry listed here they are complete
     ackers: dict[str, dict[str, str]] = {}
     resolutions: dict[str, dict[str, Any]] = {}
-    reached = cursor is None  # a first read shows the latest window
+    unseen = Unseen(vault, agent, cursor)
     more = False
     elsewhere = 0
     for scanned, e in enumerate(reading.iter_reverse(vault.live_context), 1):
         if newest is None:
             newest = e
-        if cursor is not None and e.id == cursor["id"] and e.hash == cursor.get("hash"):
-            reached = True
+        new = unseen.is_new(e)
         if e.agent == agent:
             if len(own) < settings.recent_own:
                 own.append(e)
-        elif not reached or (cursor is None and len(others) < settings.max_new_entries):
+        elif (cursor is not None and new) or (
+            cursor is None and len(others) < settings.max_new_entries
+        ):
             if e.id in skip:
                 elsewhere += 1
             elif len(others) < settings.max_new_entries:
@@ -88,11 +143,14 @@ def log_sections(
         if isinstance(target, str):
             resolutions[target] = {"id": e.id, "by": e.agent, "time": e.time, "why": e.body}
         others_done = (
-            reached or more or (cursor is None and len(others) >= settings.max_new_entries)
+            (cursor is not None and unseen.done)
+            or more
+            or (cursor is None and len(others) >= settings.max_new_entries)
         )
         if others_done and (len(own) >= settings.recent_own or scanned >= SCAN_LIMIT):
             break
-    others.reverse()
+    # the order every clone agrees on: time, then id (after a merge, file order may differ)
+    others.sort(key=lambda x: (x.time, x.id))
     own.reverse()
     agents = index.agents if index is not None else vault.known_agents()
 
@@ -156,9 +214,4 @@ def log_sections(
                 ids=tuple(e.id for e in own),
             )
         )
-    new_cursor: dict[str, Any]
-    if newest is not None:
-        new_cursor = {"id": newest.id, "hash": newest.hash, "time": newest.time}
-    else:  # an empty log: remember that the agent has read it, so the next read is not a "first"
-        new_cursor = {"id": None, "hash": None, "time": clock.stamp_ms()}
-    return sections, new_cursor
+    return sections, unseen.next_cursor(newest)

@@ -170,6 +170,12 @@ def rebuild_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     return heads
 
 
+def peek_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
+    """Chain heads for a reader (no lock): the cache when it matches the file, else rebuilt
+    from the files and saved (a racing append's own save wins or is detected by the stamp)."""
+    return current_heads(vault, log)
+
+
 def current_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     """Chain heads (caller holds the log's lock)."""
     stamp = file_stamp(log_file(vault, log))
