@@ -145,6 +145,25 @@ def test_same_size_same_mtime_edit_is_caught_by_hash(vault: Path) -> None:
     assert _paths(vault, "wombat") == []
 
 
+def test_a_touch_that_keeps_the_content_costs_a_read_not_a_reindex(vault: Path) -> None:
+    """A checkout, a copy or a sync tool moves every mtime; the content hash says nothing changed,
+    and an edit that keeps the size is still caught."""
+    v = _v(vault)
+    refresh.refresh(v)
+    notes = sorted(vault.glob("wiki/*.md"))
+    for i, path in enumerate(notes):
+        os.utime(path, ns=(1_000_000_000 * (i + 1),) * 2)
+    fresh = refresh.refresh(v)
+    assert (fresh.refreshed, fresh.rebuilt) == (0, False)
+    assert refresh.refresh(v).refreshed == 0  # the new mtimes were recorded
+    text = notes[0].read_text(encoding="utf-8")
+    swapped = text.replace("a", "e", 1)
+    assert swapped != text and len(swapped) == len(text)
+    notes[0].write_text(swapped, encoding="utf-8")
+    os.utime(notes[0], ns=(5_000_000_000,) * 2)
+    assert refresh.refresh(v).refreshed == 1
+
+
 def test_language_change_rebuilds(vault: Path) -> None:
     refresh.refresh(_v(vault))
     cfg = vault / "vaultmem.toml"

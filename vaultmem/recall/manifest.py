@@ -25,7 +25,7 @@ from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import lock_path
 from vaultmem.core.vault import Vault
 
-SCHEMA_VERSION = 7  # 7: pages for people get their own owner
+SCHEMA_VERSION = 8  # 8: a content hash for every file
 
 
 INDEX_DIR = "index"
@@ -60,11 +60,15 @@ class Manifest:
     hashes: dict[str, str] = field(default_factory=dict)  # racy entries only
     problems: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
+    # every file's content hash: a checkout, a copy or a sync tool that touches every file
+    # moves mtimes, not content; equal hashes then cost a read, not a reindex
+    sums: dict[str, str] = field(default_factory=dict)
 
     def forget(self, rel: str) -> None:
         self.files.pop(rel, None)
         self.hashes.pop(rel, None)
         self.problems.pop(rel, None)
+        self.sums.pop(rel, None)
 
     def dump(self) -> str:
         paths = sorted(self.files)
@@ -78,6 +82,7 @@ class Manifest:
                     "paths": paths,
                     "sizes": [self.files[p][0] for p in paths],
                     "mtimes": [self.files[p][1] for p in paths],
+                    "sums": [self.sums.get(p, "") for p in paths],
                 },
                 "hashes": dict(sorted(self.hashes.items())),
                 "problems": {k: [list(x) for x in v] for k, v in sorted(self.problems.items())},
@@ -120,6 +125,9 @@ def load_manifest(vault: Vault) -> Manifest | None:
             skipped={k: (str(v[0]), str(v[1])) for k, v in raw.get("skipped", {}).items()},
             hashes=dict(raw.get("hashes", {})),
             problems={k: [(str(a), str(b)) for a, b in v] for k, v in raw["problems"].items()},
+            sums={
+                p: s for p, s in zip(raw["files"]["paths"], raw["files"]["sums"], strict=True) if s
+            },
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None

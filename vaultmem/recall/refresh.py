@@ -87,9 +87,11 @@ class _Plan:
     skipped: dict[str, tuple[str, str]]
     current: dict[str, tuple[int, int]]
     settled: list[str] = field(default_factory=list)  # racy entries now safe to trust again
+    # files whose mtime moved but whose content did not (a checkout, a copy): new stat only
+    touched: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def empty(self, manifest: Manifest) -> bool:
-        return not (self.changed or self.removed or self.settled) and (
+        return not (self.changed or self.removed or self.settled or self.touched) and (
             self.skipped == manifest.skipped
         )
 
@@ -99,9 +101,22 @@ def _plan(
 ) -> _Plan:
     changed = []
     settled = []
+    touched: dict[str, tuple[int, int]] = {}
     limit_ns = time.time_ns() - RACY_NS
+    max_bytes = vault.config.recall.max_file_bytes
     for rel, (size, mtime) in current.items():
-        if manifest.files.get(rel) != (size, mtime):
+        known = manifest.files.get(rel)
+        if known != (size, mtime):
+            if known is not None and known[0] == size and rel in manifest.sums:
+                # same size, new mtime: only the content can say whether it changed
+                try:
+                    data, _ = read_prefix(vault.root / rel, max_bytes)
+                except OSError:
+                    changed.append(rel)
+                    continue
+                if content_hash(data) == manifest.sums[rel]:
+                    touched[rel] = (size, mtime)
+                    continue
             changed.append(rel)
         elif rel in manifest.hashes:
             # size and mtime match, but the file was written within one mtime tick of being
@@ -116,7 +131,7 @@ def _plan(
             elif mtime < limit_ns:
                 settled.append(rel)
     removed = [rel for rel in manifest.files if rel not in current]
-    return _Plan(sorted(changed), sorted(removed), dict(skipped), current, settled)
+    return _Plan(sorted(changed), sorted(removed), dict(skipped), current, settled, touched)
 
 
 def _apply(
@@ -160,8 +175,10 @@ def _apply(
             racy = now_ns - mtime < RACY_NS or len(data) != size
             manifest.forget(rel)
             manifest.files[rel] = (size, mtime)
+            digest = content_hash(data)
+            manifest.sums[rel] = digest
             if racy:
-                manifest.hashes[rel] = content_hash(data)
+                manifest.hashes[rel] = digest
             if problems:
                 manifest.problems[rel] = problems
             refreshed += 1
@@ -419,6 +436,11 @@ def _refresh_locked(
             return _freshness(manifest, started, synced=synced)
         for rel in plan.settled:
             manifest.hashes.pop(rel, None)
+        manifest.files.update(plan.touched)
+        now_ns = time.time_ns()
+        for rel, (_size, mtime) in plan.touched.items():
+            if now_ns - mtime < RACY_NS:  # touched within a tick: check the content next time
+                manifest.hashes[rel] = manifest.sums[rel]
         if not (plan.changed or plan.removed or plan.skipped != manifest.skipped):
             synced = _sync(vault, manifest, semantic)
             save_manifest(vault, manifest)  # only racy entries settled: nothing to reindex
