@@ -14,7 +14,7 @@ from vaultmem.app.scaffold import init_vault
 from vaultmem.core import config
 from vaultmem.core.errors import IntegrityError
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import log, signing, verify
+from vaultmem.nexus import entry, log, signing, verify
 
 
 @pytest.fixture
@@ -109,3 +109,58 @@ def test_signature_checks(vault: Path) -> None:
     assert signing.verify_signature(pk.public, e.hash, e.sig)  # type: ignore[arg-type]
     assert not signing.verify_signature(pk.public, e.hash.replace("a", "b"), e.sig)  # type: ignore[arg-type]
     assert not signing.verify_signature(pk.public, e.hash, "not base64!")
+
+
+# --- the memo of checked signatures -------------------------------------------------------
+
+
+def _swap_second_signature(vault: Path) -> tuple[str, entry.Entry]:
+    """The attacker's edit: the second entry carries the first entry's (valid) signature."""
+    v = Vault.open(vault)
+    first = log.append(v, "ella", "first").entry
+    second = log.append(v, "ella", "second").entry
+    path = vault / "nexus/live-context.md"
+    text = path.read_text(encoding="utf-8")
+    assert text.count(second.sig) == 1  # type: ignore[arg-type]
+    path.write_text(text.replace(second.sig, first.sig), encoding="utf-8")  # type: ignore[arg-type]
+    return first.sig, second  # type: ignore[return-value]
+
+
+def test_the_memo_remembers_checked_signatures_and_full_ignores_it(vault: Path) -> None:
+    v = make_keys(vault, "ella")
+    for i in range(3):
+        log.append(v, "ella", f"entry {i}")
+    assert verify.verify(v).ok
+    memo = v.state("verified", "signatures.txt")
+    lines = memo.read_text().split()
+    assert len(lines) == 3
+    assert verify.verify(v).ok and memo.read_text().split() == lines  # nothing new to remember
+    assert verify.verify(v, full=True).ok
+    secret = config.home_dir() / "memo.key"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and len(secret.read_bytes()) == 32
+
+
+def test_a_memo_line_written_by_an_agent_cannot_hide_a_forged_signature(vault: Path) -> None:
+    """Attacker: an agent that can write the vault (`.vaultmem/` included) but not
+    VAULTMEM_HOME. It pastes a valid signature onto another entry and adds the memo line the
+    unkeyed digest would give. The digest is keyed with a secret it cannot read: still forged."""
+    import hashlib
+
+    v = make_keys(vault, "ella")
+    sig, second = _swap_second_signature(vault)
+    pk = signing.public_keys(v)[second.key]  # type: ignore[index]
+    raw = f"{second.hash}|{second.key}|{pk.public}|{sig}".encode()
+    forged = [hashlib.blake2b(raw, digest_size=n).hexdigest() for n in (12, 16, 32)]
+    memo = v.state("verified", "signatures.txt")
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    memo.write_text("\n".join(forged) + "\n")
+    report = verify.verify(Vault.open(vault))
+    assert [(p.kind, p.id) for p in report.problems] == [("forged", second.id)]
+
+
+def test_without_a_writable_home_every_signature_is_checked(vault: Path) -> None:
+    v = make_keys(vault, "ella")
+    log.append(v, "ella", "x")
+    (config.home_dir() / "memo.key").write_bytes(b"short")  # damaged: no memo at all
+    assert verify.verify(v).ok
+    assert not v.state("verified", "signatures.txt").exists()

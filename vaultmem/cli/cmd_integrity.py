@@ -119,16 +119,29 @@ def keys_list(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt =
         emit(f"{r['agent']:<12} {r['key_id']}  created {r['created'] or '?'}  ({here}; {state})")
 
 
-@commands.command(epilog=example("vaultmem verify", "vaultmem verify --json"))
-def verify(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+@commands.command(
+    epilog=example("vaultmem verify", "vaultmem verify --json", "vaultmem verify --full")
+)
+def verify(
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help="Check every signature again (not only those not checked here yet)."
+        ),
+    ] = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Check the logs (hashes, chains, signatures, gaps) and the memory notes.
 
-    Exit 5 and a report naming every edited, forged, reordered or missing entry.
+    Exit 5 and a report naming every edited, forged, reordered or missing entry. Signatures
+    this machine already checked are remembered; --full checks them all again.
     """
     from vaultmem.nexus.verify import verify as do_verify
 
     v = open_vault(vault)
-    report = do_verify(v)
+    report = do_verify(v, full=full)
     from vaultmem.app.status import identity_problems, memory_problems
 
     other = [p for p in identity_problems(v) + memory_problems(v)]

@@ -48,3 +48,36 @@ def device_id(*, create: bool = True) -> str | None:
             "check that VAULTMEM_HOME is writable",
         ) from exc
     return made
+
+
+def memo_secret() -> bytes | None:
+    """A 32-byte secret kept next to the private keys (made on first use), which keys the
+    memo of checked signatures: an agent that can write the vault, but not VAULTMEM_HOME,
+    cannot add a line that makes a forged entry pass. None when VAULTMEM_HOME is not writable.
+    """
+    path = config.home_dir() / "memo.key"
+    for _ in range(2):
+        try:
+            raw = path.read_bytes()
+            if len(raw) == 32:
+                return raw
+            return None  # damaged: no memo, every signature is checked
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue  # another process made it first: read theirs
+        except OSError:
+            return None
+        made = secrets.token_bytes(32)
+        try:
+            os.write(fd, made)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return made
+    return None

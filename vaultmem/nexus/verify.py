@@ -4,10 +4,12 @@ problem (never only the first), and the cheap tail check `status` runs.
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
 
@@ -61,8 +63,60 @@ class VerifyReport:
         }
 
 
+class SignatureMemo:
+    """Signatures this machine already checked, so `verify` (and the verify after every sync)
+    checks each signature once, not on every run: on a 100,000-entry log the check is most of
+    the cost. A memo line is a digest of (entry hash, key id, public key, signature) keyed with
+    a secret in VAULTMEM_HOME: a changed entry, another key or another signature is checked
+    afresh, and an agent that can write `.vaultmem/` but not VAULTMEM_HOME (where the private
+    keys are) cannot forge a line. `verify --full` ignores the memo.
+    """
+
+    def __init__(self, vault: Vault, *, use: bool) -> None:
+        self.path = vault.state("verified", "signatures.txt")
+        from vaultmem.nexus.device import memo_secret
+
+        self.secret = memo_secret() if use else None
+        self.use = self.secret is not None
+        self.known: set[str] = set()
+        self.new: list[str] = []
+        if self.use:
+            try:
+                self.known = set(self.path.read_text(encoding="ascii").split())
+            except (OSError, UnicodeDecodeError):
+                self.known = set()
+
+    def key(self, e: entry.Entry, public: str) -> str:
+        import hashlib
+
+        raw = f"{e.hash}|{e.key}|{public}|{e.sig}".encode()
+        return hashlib.blake2b(raw, key=self.secret or b"", digest_size=16).hexdigest()
+
+    def check(self, e: entry.Entry, public: str) -> bool:
+        from vaultmem.nexus import signing
+
+        k = self.key(e, public)
+        if k in self.known:
+            return True
+        assert e.sig is not None
+        ok = signing.verify_signature(public, e.hash, e.sig)
+        if ok:
+            self.known.add(k)
+            self.new.append(k)
+        return ok
+
+    def save(self) -> None:
+        if not (self.use and self.new):
+            return
+        from vaultmem.core.fsio import append_durable
+
+        # a memo: a read-only vault still verifies, only slower next time
+        with contextlib.suppress(VaultmemError):
+            append_durable(self.path, ("\n".join(self.new) + "\n").encode("ascii"))
+
+
 def _verify_log(
-    vault: Vault, log_name: str, keys: dict[str, Any]
+    vault: Vault, log_name: str, keys: dict[str, Any], memo: SignatureMemo | None = None
 ) -> tuple[dict[str, int], list[LogProblem]]:
     from vaultmem.nexus import signing
 
@@ -123,7 +177,12 @@ def _verify_log(
                     f"{e.id} claims to be by {e.agent} but is signed with {pk.agent}'s key {e.key}",
                 )
                 continue
-            if not signing.verify_signature(pk.public, e.hash, e.sig):
+            ok = (
+                memo.check(e, pk.public)
+                if memo is not None
+                else signing.verify_signature(pk.public, e.hash, e.sig)
+            )
+            if not ok:
                 bad(
                     "forged",
                     f"{e.id}: the signature does not match (not made with {e.agent}'s key {e.key})",
@@ -288,8 +347,11 @@ def _verify_log(
     return checked, problems
 
 
-def verify(vault: Vault) -> VerifyReport:
-    """Check every entry's hash, signature and chain in both logs; report every problem."""
+def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
+    """Check every entry's hash, signature and chain in both logs; report every problem.
+
+    Signatures this machine already checked are remembered (`SignatureMemo`); `full` checks
+    every one again."""
     from vaultmem.nexus import signing
 
     keys, key_files = signing.keys_report(vault)
@@ -312,10 +374,12 @@ def verify(vault: Vault) -> VerifyReport:
                     key.line,
                 )
             )
+    memo = SignatureMemo(vault, use=not full)
     for name in entry.LOGS:
-        c, p = _verify_log(vault, name, keys)
+        c, p = _verify_log(vault, name, keys, memo)
         checked.update(c)
         problems += p
+    memo.save()
     return VerifyReport(checked, tuple(problems))
 
 

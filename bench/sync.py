@@ -1,0 +1,177 @@
+"""Several machines: what a sync costs, and what a pull costs the next recall.
+
+    python bench/sync.py [--entries 100000] [--notes 1000] [--runs 5]
+
+1. `vaultmem sync` as a whole process on a vault whose live log holds `--entries` signed
+   entries (two clones of a bare repository): with nothing to do, and with 100 new entries on
+   each side (the merge, the verify and the index refresh included); then `vaultmem verify`
+   alone after that merge.
+2. The first `vaultmem recall` after something touched every note of a `--notes` vault (a
+   checkout, a copy, a sync tool) against a normal cold recall (goal: at most 2x).
+
+Medians over `--runs`; the machine's `python -c pass` for scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import precompile, scratch_vault
+
+from vaultmem.nexus import entry
+
+
+def vm(env: dict[str, str], *args: str, check: bool = True) -> float:
+    start = time.perf_counter()
+    res = subprocess.run(
+        [sys.executable, "-m", "vaultmem", *args], env=env, capture_output=True, text=True
+    )
+    took = time.perf_counter() - start
+    if check and res.returncode != 0:
+        raise SystemExit(
+            f"vaultmem {' '.join(args)} failed ({res.returncode}): {res.stderr[-600:]}"
+        )
+    return took
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def big_log(root: Path, env: dict[str, str], n: int) -> None:
+    """`n` properly chained and signed entries written straight into the live log."""
+    os.environ["VAULTMEM_HOME"] = env["VAULTMEM_HOME"]
+    from vaultmem.core.vault import Vault
+    from vaultmem.nexus import signing
+
+    v = Vault.open(root)
+    agents = v.known_agents()
+    signers = {a: signing.signer_for(v, a) for a in agents}
+    heads: dict[str, str | None] = dict.fromkeys(agents)
+    seqs = dict.fromkeys(agents, 0)
+    with open(v.live_context, "a", encoding="utf-8") as fh:
+        buf = []
+        for i in range(n):
+            agent = agents[i % len(agents)]
+            signer = signers[agent]
+            assert signer is not None
+            seqs[agent] += 1
+            e = entry.Entry(
+                id=entry.entry_id(agent, seqs[agent], "live"),
+                agent=agent,
+                seq=seqs[agent],
+                time=f"2026-{1 + i * 10 // n:02d}-01T00:{(i // 60) % 60:02d}:{i % 60:02d}.000Z",
+                channel=("backend", "frontend", "ops")[i % 3],
+                type="note",
+                summary=f"entry number {i} about the booking service",
+                body="" if i % 4 else "A body line with some detail.",
+                prev=heads[agent],
+                key=signer.key_id,
+            )
+            e = replace(e, hash=e.compute_hash())
+            e = replace(e, sig=signer.sign(e.hash))
+            heads[agent] = e.hash
+            buf.append(entry.render(e))
+            if len(buf) >= 5_000:
+                fh.write("".join(buf))
+                buf.clear()
+        fh.write("".join(buf))
+
+
+def bench_sync(n: int, runs: int) -> None:
+    root, env = scratch_vault()
+    base = root.parent
+    big_log(root, env, n)
+    git(root, "init", "--quiet")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=b", "-c", "user.email=b@x", "commit", "--quiet", "-m", "start")
+    bare = base / "origin.git"
+    git(base, "init", "--quiet", "--bare", str(bare))
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "push", "--quiet", "-u", "origin", "HEAD")
+    other = base / "other"
+    git(base, "clone", "--quiet", str(bare), str(other))
+    for clone in (root, other):
+        git(clone, "config", "user.name", "bench")
+        git(clone, "config", "user.email", "bench@localhost")
+    # the other machine: its own VAULTMEM_HOME, the same keys (copied: one person, two clones)
+    env_b = dict(env)
+    env_b["VAULTMEM_HOME"] = str(base / "home-b")
+    shutil.copytree(env["VAULTMEM_HOME"], env_b["VAULTMEM_HOME"])
+    vm(env, "sync", "--vault", str(root))  # first sync: drivers, index build
+    vm(env_b, "sync", "--vault", str(other))
+    nothing = [vm(env, "sync", "--vault", str(root)) for _ in range(runs)]
+    merges, verifies = [], []
+    for r in range(max(1, runs // 2)):
+        for side, e in ((root, env), (other, env_b)):
+            agent = "ella" if side == root else "lyra"
+            from vaultmem.core.vault import Vault
+            from vaultmem.nexus.log import append
+
+            os.environ["VAULTMEM_HOME"] = e["VAULTMEM_HOME"]
+            v = Vault.open(side)
+            for i in range(100):
+                append(v, agent, f"round {r} entry {i} from {side.name}")
+        vm(env_b, "sync", "--vault", str(other))  # pushes its 100
+        merges.append(vm(env, "sync", "--vault", str(root)))  # pulls 100, merges, pushes 100
+        verifies.append(vm(env, "verify", "--vault", str(root), check=False))
+    print(f"\nsync on a {n:,}-entry log (medians)")
+    print(f"  nothing to do                        {statistics.median(nothing) * 1000:8.0f} ms")
+    print(f"  100 new entries each side (merge)    {statistics.median(merges) * 1000:8.0f} ms")
+    print(f"  verify after the merge               {statistics.median(verifies) * 1000:8.0f} ms")
+
+
+def bench_touch(notes: int, runs: int) -> None:
+    from synth_vault import generate
+
+    work = Path(tempfile.mkdtemp(prefix="vaultmem-touch-"))
+    root = generate(work / "vault", notes)
+    env = dict(os.environ)
+    env["VAULTMEM_HOME"] = str(work / "home")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    vm(env, "index", "--vault", str(root))
+    query = ["recall", "kamilo terasu", "--json", "--vault", str(root)]
+    vm(env, *query)
+    normal = [vm(env, *query) for _ in range(runs)]
+    after = []
+    for _ in range(runs):
+        now = time.time()
+        for path in root.rglob("*.md"):
+            os.utime(path, (now, now))
+        time.sleep(2.1)  # past the racy window: as after a real checkout
+        after.append(vm(env, *query))
+    n_med, a_med = statistics.median(normal), statistics.median(after)
+    print(f"\nrecall on {notes:,} notes (medians)")
+    print(f"  cold recall                          {n_med * 1000:8.1f} ms")
+    print(f"  first recall after touching all      {a_med * 1000:8.1f} ms   {a_med / n_med:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--notes", type=int, default=1_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    precompile()
+    passes = []
+    for _ in range(10):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        passes.append(time.perf_counter() - start)
+    print(f"python -c pass: {statistics.median(passes) * 1000:.1f} ms")
+    bench_touch(args.notes, args.runs)
+    bench_sync(args.entries, args.runs)
+
+
+if __name__ == "__main__":
+    main()
