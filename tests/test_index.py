@@ -280,3 +280,90 @@ def test_italian_stemming_and_accent_folding(vault: Path) -> None:
     # Italian stop words, with or without their accents, do not match everything
     assert _paths(vault, "della") == []
     assert _paths(vault, "perche") == []
+
+
+# --- append-only logs: only the appended part is parsed ------------------------------------
+
+
+def _log_docs(vault: Path) -> list[tuple[str, str, tuple[int, int]]]:
+    v = _v(vault)
+    m = manifest.load_manifest(v)
+    assert m is not None
+    ix = engine.open_generation(v, m.generation)
+    with ix.searcher() as s:
+        rows = [
+            (f["docid"], f["title"], tuple(f["lines"]))
+            for f in s.all_stored_fields()
+            if f["path"] == "nexus/live-context.md"
+        ]
+    ix.close()
+    return sorted(rows)
+
+
+def _rebuilt_docs(vault: Path, tmp: Path) -> list[tuple[str, str, tuple[int, int]]]:
+    copy = tmp / "rebuilt"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(vault, copy, ignore=shutil.ignore_patterns(".vaultmem"))
+    refresh.refresh(_v(copy))
+    return _log_docs(copy)
+
+
+def test_an_appended_log_is_indexed_as_a_full_rebuild_would(vault: Path, tmp_path: Path) -> None:
+    """Appends, a torn tail, a completed tail, an edit in place, a glued entry: after each,
+    the incrementally refreshed index holds exactly the documents a rebuild holds."""
+    from tests._layer3_helpers import make_keys
+    from vaultmem.nexus import log
+
+    v = make_keys(vault, "ella", "lyra")
+    live = vault / "nexus/live-context.md"
+    refresh.refresh(v)
+    steps = 0
+
+    def check() -> None:
+        nonlocal steps
+        steps += 1
+        refresh.refresh(_v(vault))
+        assert _log_docs(vault) == _rebuilt_docs(vault, tmp_path), f"step {steps}"
+
+    for i in range(3):
+        log.append(v, "ella", f"appended entry {i} about quokkas")
+    check()
+    m = manifest.load_manifest(v)
+    assert m is not None and m.logs["nexus/live-context.md"].nbytes == live.stat().st_size
+    before = live.read_bytes()
+    # a torn tail (a writer killed mid-entry): set aside now, parsed whole once completed
+    live.write_bytes(before + b"\n### 2026-11-30T10:00:00.000Z \xc2\xb7 ella \xc2\xb7 x")
+    check()
+    live.write_bytes(before)
+    log.append(v, "lyra", "after the torn tail")
+    check()
+    # a person edits an old entry's summary in place: the prefix changed, the file is reparsed
+    text = live.read_text(encoding="utf-8")
+    live.write_text(text.replace("appended entry 0", "appended entry zero"), encoding="utf-8")
+    check()
+    assert any("appended entry zero" in t for _d, t, _l in _log_docs(vault))
+    # a union merge that glues the other side's entry onto ours without a blank line
+    other = (
+        "### 2026-11-30T11:00:00.000Z · lyra · ops · note · glued on\n"
+        '<!-- vaultmem {"v":1,"log":"live","id":"lyra.k2f7.1","seq":1,"prev":null,'
+        '"hash":"sha256:00","key":null,"sig":null} -->\n'
+    )
+    with live.open("a", encoding="utf-8") as fh:
+        fh.write(other)
+    check()
+    assert any(t == "glued on" for _d, t, _l in _log_docs(vault))
+
+
+def test_a_log_bigger_than_max_file_bytes_is_indexed_to_its_newest_entry(vault: Path) -> None:
+    from tests._layer3_helpers import make_keys
+    from vaultmem.nexus import log
+
+    cfg = vault / "vaultmem.toml"
+    cfg.write_text(cfg.read_text() + "\n[recall]\nmax_file_bytes = 1024\n", encoding="utf-8")
+    v = make_keys(vault, "ella")
+    for i in range(30):
+        log.append(v, "ella", f"entry {i} of a long log")
+    log.append(v, "ella", "the newest entry mentions a pangolin")
+    assert (vault / "nexus/live-context.md").stat().st_size > 4 * 1024
+    assert _paths(vault, "pangolin") == ["nexus/live-context.md"]
+    assert "nexus/live-context.md" not in _problems(vault)

@@ -7,19 +7,26 @@ decision) and knows the vault layout's kinds. `vaultmem.recall.engine` stores an
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import notes
 from vaultmem.core.choices import values
 from vaultmem.core.vault import REVIEW_PAGE, Vault
 
+if TYPE_CHECKING:
+    from vaultmem.nexus.entry import Entry
+
 BINARY_SNIFF = 8192
+# An append-only log is one document per entry and is read whole, up to this many times
+# `max_file_bytes` (a note is read up to `max_file_bytes`): the newest entries are at its end.
+LOG_READ_FACTOR = 64
 
 
 class Kind(StrEnum):
@@ -115,6 +122,15 @@ def owner_of(rel: str) -> str:
     if rel in PEOPLE_PAGES:
         return PEOPLE
     return kind_of(rel)[1] or "-"
+
+
+def read_limit(rel: str, max_bytes: int) -> int:
+    """How much of a file is indexed: `max_bytes` of a note, more of an append-only log."""
+    return max_bytes * LOG_READ_FACTOR if kind_of(rel)[0] == Kind.LOG else max_bytes
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def read_prefix(path: Path, limit: int) -> tuple[bytes, bool]:
@@ -230,11 +246,8 @@ def _passages(
         i = max(i + 1, j - PASSAGE_OVERLAP)
 
 
-def _entry_docs(rel: str, kind: str, text: str) -> list[Doc]:
+def _entry_docs(rel: str, kind: str, entries: Sequence[Entry]) -> list[Doc]:
     """Log entries / decisions as one document each (superseded decisions hidden)."""
-    from vaultmem.nexus.entry import parse_entries
-
-    entries = parse_entries(text)
     replaced = {sup for e in entries if isinstance(sup := e.extra.get("supersedes"), str) and sup}
     docs = []
     for e in entries:
@@ -301,7 +314,9 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
     }
     if kind in ("log", "decision"):
         # the entry parser sets torn or garbled blocks aside instead of raising
-        return _entry_docs(rel, kind, text), problems
+        from vaultmem.nexus.entry import parse_entries
+
+        return _entry_docs(rel, kind, parse_entries(text)), problems
     docs: list[Doc] = []
     if not title:
         for heading, _s, _e, _lines in sections(note.body, note.body_line):
@@ -355,6 +370,7 @@ def read_documents(
 ) -> tuple[list[Doc], list[tuple[str, str]], bytes] | None:
     """Read and parse one file; None when it vanished. Returns the bytes read (for hashing)."""
     path = vault.root / rel
+    max_bytes = read_limit(rel, max_bytes)
     try:
         data, truncated = read_prefix(path, max_bytes)
         mtime_ns = path.stat().st_mtime_ns
@@ -374,3 +390,78 @@ def read_documents(
             ("truncated", f"larger than {max_bytes:,} bytes: only the first {max_bytes:,} indexed"),
         )
     return docs, problems, data
+
+
+@dataclass(frozen=True)
+class LogMark:
+    """How far an append-only log was indexed, so the next refresh parses only what follows:
+    a log of 100,000 entries that gained ten costs a hash of the file, not a parse of it."""
+
+    nbytes: int  # the bytes indexed; they end at an entry boundary
+    docs: int  # the documents they gave (the next one is `path#docs`)
+    lines: int
+    digest: str  # content_hash of those bytes: anything but an append parses the whole file
+
+    def to_list(self) -> list[Any]:
+        return [self.nbytes, self.docs, self.lines, self.digest]
+
+
+@dataclass(frozen=True)
+class LogRead:
+    docs: list[Doc]  # the new documents: all of them, or those after the mark
+    first: int  # ordinal of docs[0] in the file: 0 when the whole file was parsed
+    problems: list[tuple[str, str]]
+    data: bytes
+    mark: LogMark | None  # None: the next refresh parses the whole file again
+
+
+def read_log(vault: Vault, rel: str, max_bytes: int, mark: LogMark | None) -> LogRead | None:
+    """Read an append-only log; parse only what follows `mark` when the bytes before it are
+    unchanged (appends, a union merge that kept this clone's text first). None when it vanished.
+
+    A mark is kept only when the file ends at an entry boundary with nothing set aside (no torn
+    entry, no bad bytes): a refresh that raced an append parses the whole file next time."""
+    from vaultmem.nexus.entry import parse_bytes
+
+    path = vault.root / rel
+    limit = read_limit(rel, max_bytes)
+    try:
+        data, truncated = read_prefix(path, limit)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return LogRead([], 0, [("unreadable", f"cannot read: {exc.strerror}")], b"", None)
+    resume = (
+        mark is not None
+        and not truncated
+        and len(data) >= mark.nbytes
+        and content_hash(data[: mark.nbytes]) == mark.digest
+    )
+    problems: list[tuple[str, str]] = []
+    if resume:
+        assert mark is not None
+        start, first, lines = mark.nbytes, mark.docs, mark.lines
+    else:
+        start = first = lines = 0
+        if b"\x00" in data[:BINARY_SNIFF]:
+            return LogRead(
+                [], 0, [("binary", "binary content in a .md file: not indexed")], data, None
+            )
+        text, bad = _decode(data, truncated)
+        if truncated:
+            problems.append(
+                ("truncated", f"larger than {limit:,} bytes: only the first {limit:,} indexed")
+            )
+        if bad:
+            problems.append(("bad-encoding", bad))
+        if notes.parse(text[:BINARY_SNIFF]).error:
+            problems.append(("broken-frontmatter", "frontmatter cannot be read; entries indexed"))
+    tail = data[start:]
+    parsed = parse_bytes(tail, base_offset=start, first_line=lines + 1)
+    docs = _entry_docs(rel, Kind.LOG, parsed.entries)
+    clean = not (parsed.fragments or problems) and data.endswith(b"\n")
+    new_mark = None
+    if clean:
+        total = lines + len(tail.splitlines())
+        new_mark = LogMark(len(data), first + len(docs), total, content_hash(data))
+    return LogRead(docs, first, problems, data, new_mark)

@@ -14,7 +14,6 @@ Layout under `.vaultmem/index/`:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -24,8 +23,9 @@ from typing import Any
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import lock_path
 from vaultmem.core.vault import Vault
+from vaultmem.recall.documents import LogMark
 
-SCHEMA_VERSION = 8  # 8: a content hash for every file
+SCHEMA_VERSION = 9  # 9: how far each append-only log was indexed
 
 
 INDEX_DIR = "index"
@@ -63,12 +63,14 @@ class Manifest:
     # every file's content hash: a checkout, a copy or a sync tool that touches every file
     # moves mtimes, not content; equal hashes then cost a read, not a reindex
     sums: dict[str, str] = field(default_factory=dict)
+    logs: dict[str, LogMark] = field(default_factory=dict)  # how far each log was indexed
 
     def forget(self, rel: str) -> None:
         self.files.pop(rel, None)
         self.hashes.pop(rel, None)
         self.problems.pop(rel, None)
         self.sums.pop(rel, None)
+        self.logs.pop(rel, None)
 
     def dump(self) -> str:
         paths = sorted(self.files)
@@ -86,6 +88,7 @@ class Manifest:
                 },
                 "hashes": dict(sorted(self.hashes.items())),
                 "problems": {k: [list(x) for x in v] for k, v in sorted(self.problems.items())},
+                "logs": {k: v.to_list() for k, v in sorted(self.logs.items())},
                 "skipped": {k: list(v) for k, v in sorted(self.skipped.items())},
             },
             ensure_ascii=False,
@@ -127,6 +130,10 @@ def load_manifest(vault: Vault) -> Manifest | None:
             problems={k: [(str(a), str(b)) for a, b in v] for k, v in raw["problems"].items()},
             sums={
                 p: s for p, s in zip(raw["files"]["paths"], raw["files"]["sums"], strict=True) if s
+            },
+            logs={
+                k: LogMark(int(a), int(b), int(c), str(d))
+                for k, (a, b, c, d) in raw.get("logs", {}).items()
             },
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError):
@@ -203,7 +210,3 @@ def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str,
                 except OSError:  # vanished between listing and stat
                     continue
     return files, skipped
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()

@@ -22,7 +22,16 @@ from vaultmem.core.errors import LockTimeoutError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, release, try_exclusive
 from vaultmem.core.vault import Vault
-from vaultmem.recall.documents import Doc, read_documents, read_prefix
+from vaultmem.recall.documents import (
+    Doc,
+    Kind,
+    content_hash,
+    kind_of,
+    read_documents,
+    read_limit,
+    read_log,
+    read_prefix,
+)
 from vaultmem.recall.engine import (
     fields,
     index_errors,
@@ -32,7 +41,6 @@ from vaultmem.recall.engine import (
 )
 from vaultmem.recall.manifest import (
     Manifest,
-    content_hash,
     index_dir,
     load_manifest,
     refresh_lock,
@@ -110,7 +118,7 @@ def _plan(
             if known is not None and known[0] == size and rel in manifest.sums:
                 # same size, new mtime: only the content can say whether it changed
                 try:
-                    data, _ = read_prefix(vault.root / rel, max_bytes)
+                    data, _ = read_prefix(vault.root / rel, read_limit(rel, max_bytes))
                 except OSError:
                     changed.append(rel)
                     continue
@@ -157,30 +165,41 @@ def _apply(
             removed += 1
         total = len(plan.changed)
         for n, rel in enumerate(plan.changed):
-            if not bulk:
+            first, mark = 0, None
+            if kind_of(rel)[0] == Kind.LOG:
+                # an append-only log: only what was appended since the last refresh
+                log_read = read_log(vault, rel, max_bytes, manifest.logs.get(rel))
+                read = None
+                if log_read is not None:
+                    read = (log_read.docs, log_read.problems, log_read.data)
+                    first, mark = log_read.first, log_read.mark
+            else:
+                read = read_documents(vault, rel, max_bytes)
+            if not bulk and first == 0:
                 writer.delete_by_term("path", rel)
-            read = read_documents(vault, rel, max_bytes)
             if read is None:  # vanished since the walk
                 if rel in manifest.files:
                     manifest.forget(rel)
                     removed += 1
                 continue
             docs, problems, data = read
-            if collect is not None:
-                collect[rel] = docs
-            for i, doc in enumerate(docs):
+            if collect is not None and first == 0:
+                collect[rel] = docs  # appended to: the embedding store reads the whole file
+            for i, doc in enumerate(docs, start=first):
                 writer.add_document(**fields(doc, i))
             size, mtime = plan.current[rel]
             now_ns = time.time_ns()
             racy = now_ns - mtime < RACY_NS or len(data) != size
             manifest.forget(rel)
             manifest.files[rel] = (size, mtime)
-            digest = content_hash(data)
+            digest = mark.digest if mark is not None else content_hash(data)
             manifest.sums[rel] = digest
             if racy:
                 manifest.hashes[rel] = digest
             if problems:
                 manifest.problems[rel] = problems
+            if mark is not None:
+                manifest.logs[rel] = mark
             refreshed += 1
             if progress is not None and (n % 50 == 0 or n == total - 1):
                 progress(n + 1, total)
