@@ -34,7 +34,7 @@ from vaultmem.bank.store import bank_files, bank_lock, memory_lock, read_quick
 from vaultmem.core import clock, notes
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError, VaultmemError
-from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.secrets import Finding
 from vaultmem.core.similarity import signature
 from vaultmem.core.tags import clean_tags
@@ -139,12 +139,10 @@ class _Writes:
         self.replaced: list[tuple[Path, str]] = []
 
     def create(self, vault: Vault, folder_rel: str, base: str, content: str) -> Path:
-        for n in range(1, 1000):
-            slug = base if n == 1 else f"{base}-{n}"
-            path = vault.path(f"{folder_rel}/{slug}.md")
-            if create_exclusive(path, content):
-                self.created.append(path)
-                return path
+        path = facts.create_note(vault, folder_rel, base, content)
+        if path is not None:
+            self.created.append(path)
+            return path
         raise VaultmemError(f"too many bank notes named {base!r}", "prune or review the bank")
 
     def replace_text(self, path: Path, old: str, new: str) -> None:

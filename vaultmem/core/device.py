@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from pathlib import Path
 
 from vaultmem.core import config
 from vaultmem.core.errors import VaultmemError
@@ -81,3 +82,25 @@ def memo_secret() -> bytes | None:
             os.close(fd)
         return made
     return None
+
+
+_REPLICATED: dict[str, bool] = {}
+
+
+def replicated(root: Path) -> bool:
+    """Is the folder `root` inside a git work tree (a `.git` directory or file in it or above)?
+    Then other machines write to the same folders, and new note names carry this device id."""
+    key = str(root)
+    if key not in _REPLICATED:
+        _REPLICATED[key] = any((p / ".git").exists() for p in (root, *root.parents))
+    return _REPLICATED[key]
+
+
+def note_stem(root: Path, slug: str) -> str:
+    """The file name (without `.md`) for a new note called `slug`: the slug itself, or in a
+    vault replicated through git `slug-<device id>`, so two machines that write a note of the
+    same name make two files that merge, never one file in conflict."""
+    if not replicated(root):
+        return slug
+    device = device_id()
+    return f"{slug}-{device}" if device else slug

@@ -123,6 +123,19 @@ def slugify(name: str) -> str:
     return slug[:MAX_SLUG].rstrip("-") or "fact"
 
 
+def create_note(vault: Vault, folder_rel: str, slug: str, content: str) -> Path | None:
+    """Create a new note file named after `slug` (`slug-2`, `slug-3` when taken; with this
+    machine's device id in a vault replicated through git); None when 999 names are taken."""
+    from vaultmem.core.device import note_stem
+
+    base = note_stem(vault.root, slug)
+    for n in range(1, 1000):
+        path = vault.path(f"{folder_rel}/{base if n == 1 else f'{base}-{n}'}.md")
+        if create_exclusive(path, content):
+            return path
+    return None
+
+
 def validate_fact_name(name: str) -> str:
     """A fact name becomes a file name and a wikilink alias: keep it plain."""
     clean = name.strip()
@@ -307,14 +320,7 @@ def remember(
         for key, value in (extra or {}).items():
             meta.setdefault(key, value)
         content = notes.render(meta, f"\n{body}\n")
-        base = slugify(name)
-        path = None
-        for n in range(1, 1000):
-            slug = base if n == 1 else f"{base}-{n}"
-            candidate = vault.path(f"{vault.rel(folder)}/{slug}.md")
-            if create_exclusive(candidate, content):
-                path = candidate
-                break
+        path = create_note(vault, vault.rel(folder), slugify(name), content)
         if path is None:
             raise VaultmemError(f"too many facts named {name!r}", "pick a more specific name")
         try:

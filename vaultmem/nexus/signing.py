@@ -341,7 +341,7 @@ def create_key(vault: Vault, agent: str) -> KeyInfo:
             approval = f" approved-by `{voucher.key_id}` sig `{sig}`"
         else:
             # another machine: its own chain, so no sequence number is ever handed out twice
-            from vaultmem.nexus.device import device_id
+            from vaultmem.core.device import device_id
 
             device = device_id() or ""
     kfile = register_public_key(vault, agent, public_b64, created, approval=approval, device=device)

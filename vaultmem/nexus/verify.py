@@ -74,7 +74,7 @@ class SignatureMemo:
 
     def __init__(self, vault: Vault, *, use: bool) -> None:
         self.path = vault.state("verified", "signatures.txt")
-        from vaultmem.nexus.device import memo_secret
+        from vaultmem.core.device import memo_secret
 
         self.secret = memo_secret() if use else None
         self.use = self.secret is not None
