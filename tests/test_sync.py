@@ -235,3 +235,166 @@ def test_sync_status(machines: dict[str, Path]) -> None:
     assert res.returncode == 0, res.stderr
     st = json.loads(res.stdout)
     assert st["changed_files"] and st["behind"] == 0
+
+
+# --- three machines, every interleaving the test can drive -------------------------------------
+
+
+class Machine:
+    def __init__(self, name: str, root: Path, home: Path) -> None:
+        self.name, self.root, self.home = name, root, home
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return vm(*args, "--vault", str(self.root), home=self.home)
+
+    def append(self, agent: str, summary: str) -> str:
+        res = self.run("append", summary, "--agent", agent, "--json")
+        assert res.returncode == 0, res.stderr
+        return str(json.loads(res.stdout)["id"])
+
+    def sync(self, expect: int = 0) -> subprocess.CompletedProcess[str]:
+        res = self.run("sync")
+        assert res.returncode == expect, (self.name, res.stdout, res.stderr)
+        return res
+
+    def ids(self) -> list[str]:
+        from vaultmem.nexus.entry import parse_entries
+
+        text = (self.root / "nexus/live-context.md").read_text(encoding="utf-8")
+        return [e.id for e in parse_entries(text)]
+
+    def new_for(self, agent: str) -> list[str]:
+        res = self.run("read", "--agent", agent, "--json", "--budget", "100000")
+        assert res.returncode == 0, res.stderr
+        section = json.loads(res.stdout)["sections"].get("new_entries") or {}
+        data = section.get("data") or {}
+        assert not data.get("more"), "the pack left new entries out"
+        return [str(e["id"]) for e in data.get("entries") or []]
+
+
+def _racing_appends(m: Machine, agent: str, n: int) -> subprocess.Popen[str]:
+    """`n` appends from another process, started while the test runs a sync."""
+    code = (
+        "import sys, json\n"
+        "from vaultmem.core.vault import Vault\n"
+        "from vaultmem.nexus.log import append\n"
+        f"v = Vault.open({str(m.root)!r})\n"
+        f"for i in range({n}):\n"
+        f"    print(append(v, {agent!r}, f'raced a sync {{i}} on {m.name}').entry.id, flush=True)\n"
+    )
+    env = dict(os.environ, VAULTMEM_HOME=str(m.home))
+    return subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_three_machines_converge_with_every_entry_once(tmp_path: Path) -> None:
+    """A bare repository and three clones. ella writes on A and on B (two chains), lyra on A
+    and B, mira on C. Appends race a sync; C is offline for two rounds and writes meanwhile;
+    a person edits MEMORY.md on C while ella retracts the same fact on B. Afterwards every
+    clone holds every acknowledged entry exactly once and verifies, a read shows each new
+    entry once, and recall finds what other machines wrote."""
+    res = vm("init", str(tmp_path / "a"), "--agent", "ella", "--agent", "lyra", "--agent",
+             "mira", "--reviewer", "chiara", "--git", home=tmp_path / "home-a")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "--quiet", "--bare", str(bare))
+    a = Machine("a", tmp_path / "a", tmp_path / "home-a")
+    git(a.root, "remote", "add", "origin", str(bare))
+    git(a.root, "push", "--quiet", "-u", "origin", "HEAD")
+    remembered = ("remember", "Launch is on 3 March", "--name", "Launch date", "--type", "project")
+    fact = json.loads(a.run(*remembered, "--agent", "ella", "--json").stdout)
+    a.sync()
+    b = Machine("b", tmp_path / "b", tmp_path / "home-b")
+    c = Machine("c", tmp_path / "c", tmp_path / "home-c")
+    for m, agents in ((b, ("ella", "lyra")), (c, ("mira",))):
+        args = [x for agent in agents for x in ("--agent", agent)]
+        res = vm("clone", str(bare), str(m.root), *args, home=m.home)
+        assert res.returncode == 0, res.stderr
+        _approve_b_keys({"b": m.root, "home-b": m.home})
+        m.sync()
+    a.sync()
+    acked: list[str] = []
+    seen_by_mira = set(c.new_for("mira"))
+
+    # round 1: everyone writes, everyone syncs
+    acked += [a.append("ella", "A1 ella on the booking API"), a.append("lyra", "A1 lyra")]
+    acked += [b.append("ella", "B1 ella from the laptop"), b.append("lyra", "B1 lyra")]
+    acked += [c.append("mira", "C1 mira pangolin")]
+    for m in (a, b, c, a, b):
+        m.sync()
+
+    # rounds 2 and 3: C is offline and writes anyway; appends race A's sync; the same fact
+    # is edited by a person on C and retracted by ella on B
+    git(c.root, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
+    index = c.root / "memory/MEMORY.md"
+    index.write_text(
+        index.read_text(encoding="utf-8").replace("Launch is on 3 March", "Launch: 3 March, 9:00"),
+        encoding="utf-8",
+    )
+    res = b.run("retract", fact["id"], "--why", "moved to April", "--agent", "ella")
+    assert res.returncode == 0, res.stderr
+    for r in (2, 3):
+        racer = _racing_appends(a, "ella", 5)
+        a.sync()
+        out, _ = racer.communicate(timeout=120)
+        assert racer.returncode == 0
+        acked += out.split()
+        acked += [b.append("lyra", f"B{r} lyra quokka"), c.append("mira", f"C{r} mira offline")]
+        c.sync(expect=6)
+        for m in (b, a, b):
+            m.sync()
+
+    # C comes back
+    git(c.root, "remote", "set-url", "origin", str(bare))
+    for m in (c, a, b, c):
+        m.sync()
+
+    assert len(acked) == len(set(acked)) == 5 + 2 * (5 + 2)
+    for m in (a, b, c):
+        ids = m.ids()
+        missing = [i for i in acked if ids.count(i) != 1]
+        assert not missing, (m.name, missing)
+        res = m.run("verify")
+        assert res.returncode == 0, (m.name, res.stdout, res.stderr)
+        text = (m.root / "memory/MEMORY.md").read_text(encoding="utf-8")
+        assert "Launch: 3 March, 9:00" in text and "## Retracted" in text, (m.name, text)
+
+    # mira on C sees every other agent's entry once, including those that arrived "in the past"
+    others = {i for i in acked if not i.startswith("mira.")}
+    first = set(c.new_for("mira"))
+    assert others <= first | seen_by_mira, sorted(others - first - seen_by_mira)
+    assert not (set(c.new_for("mira")) & others)
+    hits = json.loads(c.run("recall", "booking API", "--json").stdout)["hits"]
+    assert any("A1 ella" in (h["title"] or "") for h in hits)
+
+
+def test_a_copied_home_forks_a_chain_and_merge_forks_joins_it(
+    machines: dict[str, Path], tmp_path: Path
+) -> None:
+    """The old way to fork (before device chains) still happens when a person copies
+    VAULTMEM_HOME to a second machine: ella writes one chain from two clones. The sync that
+    meets the fork exits 5 and says what to run; one `repair --merge-forks` joins it, and
+    every clone verifies after the next syncs."""
+    m = machines
+    a = Machine("a", m["a"], m["home-a"])
+    d = Machine("d", tmp_path / "d", tmp_path / "home-d")
+    shutil.copytree(m["home-a"], d.home)  # the same key and device id
+    assert vm("clone", str(m["bare"]), str(d.root), home=d.home).returncode == 0
+    a.append("ella", "before the copy")
+    a.sync()
+    d.sync()
+    a.append("ella", "on A after the copy")
+    d.append("ella", "on D after the copy")
+    d.append("ella", "on D again")
+    a.sync()
+    res = d.sync(expect=5)
+    assert "merge-forks" in res.stderr and "conflict" in res.stderr
+    res = d.run("repair", "--merge-forks")
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert "joined the fork of ella" in res.stdout
+    d.sync()
+    a.sync()
+    for machine in (a, d):
+        assert machine.run("verify").returncode == 0, machine.name
+        assert machine.ids().count("ella.2") == 2  # both branches kept, nothing rewritten

@@ -159,9 +159,22 @@ def verify(
 
 
 @commands.command(
-    epilog=example("vaultmem repair", "vaultmem repair --json", "vaultmem repair --state 3")
+    epilog=example(
+        "vaultmem repair",
+        "vaultmem repair --json",
+        "vaultmem repair --state 3",
+        "vaultmem repair --merge-forks",
+    )
 )
 def repair(
+    merge_forks: Annotated[
+        bool,
+        typer.Option(
+            "--merge-forks",
+            help="Also join chains that forked (one key wrote on two machines) with one signed "
+            "merge entry each; run it on one machine, then sync.",
+        ),
+    ] = False,
     state: Annotated[
         int | None,
         typer.Option(
@@ -188,7 +201,7 @@ def repair(
         return
     from vaultmem.nexus.repair import repair as do_repair
 
-    report = do_repair(open_vault(vault))
+    report = do_repair(open_vault(vault), merge_forks=merge_forks)
     if as_json:
         emit_json(report.to_dict())
     else:

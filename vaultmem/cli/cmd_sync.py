@@ -51,7 +51,9 @@ def sync(
 
     Exit 0 when synced or when there was nothing to do, 6 when the remote cannot be reached
     (the work stays committed here; retry later), 5 when a merge needs a person (the files are
-    listed, both versions kept), 7 when the vault is not a git repository or has no remote.
+    listed, both versions kept) or when `verify` finds problems after a sync that went through
+    (it names them; a forked chain says `repair --merge-forks`), 7 when the vault is not a git
+    repository or has no remote.
     """
     from vaultmem.app import sync as sync_mod
 
@@ -95,7 +97,8 @@ def sync(
     for problem in report.problems:
         warn(problem)
     if report.verify_ok is False:
-        warn("verify found problems after the merge: run vaultmem verify")
+        warn("synced, but verify found problems after the merge: run vaultmem verify")
+        raise typer.Exit(5)
 
 
 @commands.command(

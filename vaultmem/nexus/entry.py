@@ -68,6 +68,11 @@ class EntryType(StrEnum):
     RESOLVE = "resolve"  # closes an alert, handoff, question or addressed entry for everyone
 
 
+# joins a forked chain: written only by `vaultmem repair --merge-forks` (`log.append(joins=)`),
+# so it is not an EntryType an agent can choose
+MERGE_TYPE = "merge"
+
+
 LOGS = values(LogName)
 ENTRY_TYPES = values(EntryType)
 # entry types that ask something of the other agents: they wait for an ack

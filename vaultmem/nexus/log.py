@@ -24,6 +24,7 @@ from vaultmem.core.vault import Vault
 from vaultmem.nexus import reading
 from vaultmem.nexus.entry import (
     LOGS,
+    MERGE_TYPE,
     TIME_RE,
     Entry,
     chain_of,
@@ -249,12 +250,15 @@ def append(
     extra: dict[str, Any] | None = None,
     time: str | None = None,
     person: bool = False,
+    joins: tuple[str, ...] = (),
 ) -> AppendResult:
     """Append one signed entry; return it once it is on disk (fsynced) and in the journal.
 
     `to` addresses it to agents (or `("all",)`). An `alert` whose text matches an open alert
     is not written: the result names the open one (`duplicate_of`) and counts the sighting.
     `person`: the writer is a reviewer (a person with a key), not an agent (`resolve`).
+    `joins`: the hashes of a forked chain's other last entries; the entry is then the chain's
+    `merge` entry (`nexus.forks`).
     """
     if person:
         from vaultmem.nexus.alerts import require_person
@@ -263,7 +267,10 @@ def append(
     else:
         agent = vault.require_agent(agent)
     validate_channel(channel)
-    validate_type(type_)
+    if joins:
+        type_ = MERGE_TYPE
+    else:
+        validate_type(type_)
     acks = tuple(dict.fromkeys(validate_id(a) for a in acks))
     if type_ == "ack" and not acks:
         raise UsageError("an `ack` entry needs the id it acknowledges", "pass --ack ID")
@@ -289,6 +296,8 @@ def append(
     heads_path(vault, log)
     timeout = vault.config.log.lock_timeout
     extra = dict(extra or {})
+    if joins:
+        extra["merges"] = list(joins)
     with exclusive(lock_for(vault, log), timeout, what=f"{path.name}"):
         if type_ == "alert" and log == "live":
             # decided under the log's lock: two agents raising the same alert at once get one

@@ -99,8 +99,13 @@ def _repair_log(vault: Vault, log_name: str) -> list[str]:
     return actions
 
 
-def repair(vault: Vault) -> RepairReport:
+def repair(vault: Vault, *, merge_forks: bool = False) -> RepairReport:
+    """Restore and set aside from the journal; with `merge_forks`, then join forked chains."""
     actions: list[str] = []
     for name in entry.LOGS:
         actions += _repair_log(vault, name)
+    if merge_forks:
+        from vaultmem.nexus.forks import merge_forks as join
+
+        actions += join(vault)
     return RepairReport(tuple(actions), verify(vault))

@@ -205,6 +205,7 @@ def _verify_log(
 
     by_id: dict[str, entry.Entry] = {}
     chains: dict[str, dict[int, entry.Entry]] = defaultdict(dict)
+    forked: dict[str, list[tuple[str, entry.Entry]]] = defaultdict(list)
     last_seq: dict[str, int] = {}
     for rel, e in good:
         seen = by_id.get(e.id)
@@ -216,15 +217,8 @@ def _verify_log(
                     )
                 )
             else:
-                problems.append(
-                    LogProblem(
-                        rel,
-                        "conflict",
-                        f"two different entries carry the id {e.id}",
-                        e.id,
-                        e.line_start,
-                    )
-                )
+                # a fork (one key writing on two machines): a conflict until a merge joins it
+                forked[entry.chain_of(e.id)].append((rel, e))
             continue
         by_id[e.id] = e
         name = entry.chain_of(e.id)
@@ -279,7 +273,7 @@ def _verify_log(
             cur = chain[seq]
             before = chain.get(seq - 1)
             expected = None if seq == 1 else (before.hash if before else cur.prev)
-            if cur.prev != expected:
+            if cur.prev != expected and agent not in forked:
                 problems.append(
                     LogProblem(
                         live_rel,
@@ -291,12 +285,24 @@ def _verify_log(
                 )
             expected_next = seq + 1
 
+    problems += _check_forks(live_rel, chains, forked)
+
     # anchored heads: every signed entry names the other agents' chain heads it saw, so a
     # dropped newest entry or a rewritten chain shows even on a fresh clone with no journal
     for rel, e in good:
         for other, (seq, prefix) in sorted(e.heads.items()):
             tid = entry.chain_id(other, seq, log_name)
             target = chains.get(other, {}).get(seq)
+            if target is not None and not target.hash.removeprefix("sha256:").startswith(prefix):
+                # on a forked chain the entry seen may be the other branch's
+                target = next(
+                    (
+                        f
+                        for _r, f in forked.get(other, [])
+                        if f.seq == seq and f.hash.removeprefix("sha256:").startswith(prefix)
+                    ),
+                    target,
+                )
             if target is None:
                 if tid in reported_missing or seq in damaged[other]:
                     continue
@@ -323,6 +329,8 @@ def _verify_log(
     for mid, je in journal.items():
         found = by_id.get(mid)
         if found is not None and je.hash and found.hash != je.hash:
+            if any(f.hash == je.hash for _r, f in forked.get(entry.chain_of(mid), [])):
+                continue  # this machine's branch of a fork
             problems.append(
                 LogProblem(
                     live_rel,
@@ -345,6 +353,52 @@ def _verify_log(
                 )
             )
     return checked, problems
+
+
+def _check_forks(
+    live_rel: str,
+    chains: dict[str, dict[int, entry.Entry]],
+    forked: dict[str, list[tuple[str, entry.Entry]]],
+) -> list[LogProblem]:
+    """A chain with two entries under one id is a graph: each entry must follow an entry one
+    sequence number below, and a signed merge entry must join the branches (one last entry)."""
+    from vaultmem.nexus.forks import merged, tips
+
+    problems: list[LogProblem] = []
+    for name, extra in sorted(forked.items()):
+        every = [*chains[name].values(), *(e for _r, e in extra)]
+        at: dict[int, set[str]] = defaultdict(set)
+        for e in every:
+            at[e.seq].add(e.hash)
+        hashes = {e.hash for e in every}
+        for e in every:
+            follows = e.prev is None if e.seq == 1 else e.prev in at[e.seq - 1]
+            lost = [h for h in merged(e) if h not in hashes]
+            if not follows or lost:
+                problems.append(
+                    LogProblem(
+                        live_rel,
+                        "broken-chain",
+                        f"{e.id} does not follow an entry of {name}'s chain"
+                        + (" (it joins an entry that is not there)" if lost else ""),
+                        e.id,
+                        e.line_start,
+                    )
+                )
+        if len(tips(every)) > 1:
+            for rel, e in extra:
+                problems.append(
+                    LogProblem(
+                        rel,
+                        "conflict",
+                        f"two different entries carry the id {e.id}: {name}'s chain forked "
+                        "(its key wrote on two machines); join it with: vaultmem repair "
+                        "--merge-forks",
+                        e.id,
+                        e.line_start,
+                    )
+                )
+    return problems
 
 
 def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
