@@ -1,6 +1,6 @@
 """Several machines: what a sync costs, and what a pull costs the next recall.
 
-    python bench/sync.py [--entries 100000] [--notes 1000] [--runs 5]
+    python bench/sync.py [--entries 100000] [--notes 1000] [--runs 5] [--layout live|rotated|both]
 
 1. `vaultmem sync` as a whole process on a vault whose live log holds `--entries` signed
    entries (two clones of a bare repository): with nothing to do, and with 100 new entries on
@@ -88,10 +88,12 @@ def big_log(root: Path, env: dict[str, str], n: int) -> None:
         fh.write("".join(buf))
 
 
-def bench_sync(n: int, runs: int) -> None:
+def bench_sync(n: int, runs: int, *, rotated: bool) -> None:
     root, env = scratch_vault()
     base = root.parent
     big_log(root, env, n)
+    if rotated:  # entries older than 30 days move to monthly archives: the live file is small
+        vm(env, "log", "rotate", "--keep-days", "30", "--vault", str(root))
     git(root, "init", "--quiet")
     git(root, "add", "-A")
     git(root, "-c", "user.name=b", "-c", "user.email=b@x", "commit", "--quiet", "-m", "start")
@@ -131,7 +133,8 @@ def bench_sync(n: int, runs: int) -> None:
         vm(env_b, "sync", "--vault", str(other))  # pushes its 100
         merges.append(vm(env, "sync", "--vault", str(root)))  # pulls 100, merges, pushes 100
         verifies.append(vm(env, "verify", "--vault", str(root), check=False))
-    print(f"\nsync on a {n:,}-entry log (medians)")
+    where = "rotated into monthly archives" if rotated else "all in the live file"
+    print(f"\nsync on a {n:,}-entry log, {where} (medians)")
     print(f"  nothing to do                        {statistics.median(nothing) * 1000:8.0f} ms")
     print(f"  100 new entries each side (merge)    {statistics.median(merges) * 1000:8.0f} ms")
     print(f"  verify after the merge               {statistics.median(verifies) * 1000:8.0f} ms")
@@ -168,6 +171,12 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--notes", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--layout",
+        choices=("live", "rotated", "both"),
+        default="both",
+        help="the entries all in nexus/live-context.md, or rotated into monthly archives",
+    )
     args = parser.parse_args()
     precompile()
     passes = []
@@ -177,7 +186,9 @@ def main() -> None:
         passes.append(time.perf_counter() - start)
     print(f"python -c pass: {statistics.median(passes) * 1000:.1f} ms")
     bench_touch(args.notes, args.runs)
-    bench_sync(args.entries, args.runs)
+    for layout in ("live", "rotated"):
+        if args.layout in (layout, "both"):
+            bench_sync(args.entries, args.runs, rotated=layout == "rotated")
 
 
 if __name__ == "__main__":

@@ -398,3 +398,36 @@ def test_a_copied_home_forks_a_chain_and_merge_forks_joins_it(
     for machine in (a, d):
         assert machine.run("verify").returncode == 0, machine.name
         assert machine.ids().count("ella.2") == 2  # both branches kept, nothing rewritten
+
+
+def test_two_syncs_on_one_machine_do_not_race(machines: dict[str, Path]) -> None:
+    """A second sync while one runs (a real lock held by another process) exits 6 at once,
+    says why, and changes nothing; the next one goes through."""
+    m = machines
+    vm("append", "waiting to sync", "--agent", "ella", "--vault", str(m["a"]), home=m["home-a"])
+    head = git(m["a"], "rev-parse", "HEAD")
+    code = (
+        "import sys, time\n"
+        "from vaultmem.core.vault import Vault\n"
+        "from vaultmem.core.locking import exclusive, lock_path\n"
+        f"v = Vault.open({str(m['a'])!r})\n"
+        "with exclusive(lock_path(v, 'sync'), 5, what='sync'):\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.readline()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, VAULTMEM_HOME=str(m["home-a"])),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        res = vm("sync", "--vault", str(m["a"]), home=m["home-a"])
+        assert res.returncode == 6, (res.stdout, res.stderr)
+        assert "another vaultmem sync is running" in res.stderr
+        assert git(m["a"], "rev-parse", "HEAD") == head
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert vm("sync", "--vault", str(m["a"]), home=m["home-a"]).returncode == 0
