@@ -181,6 +181,10 @@ class PendingBlock:
     facts: tuple[PendingFact, ...]
     total: int  # all of the agent's pending facts, shown or not
 
+    def lines(self) -> list[str]:
+        """The line of each fact in `text`, in the order of `facts`."""
+        return [ln for ln in self.text.splitlines() if ln.startswith("- [unreviewed ")]
+
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "facts": [f.to_dict() for f in self.facts]}
 

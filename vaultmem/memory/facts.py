@@ -180,7 +180,8 @@ def fact_files(vault: Vault) -> Iterator[tuple[Path, str | None]]:
     for folder, agent in folders:
         if folder.is_dir():
             for path in sorted(folder.glob("*.md")):
-                if path.name != "MEMORY.md" and not path.name.startswith("."):
+                # MEMORY.md is the index, PROFILE.md the profile built from the facts
+                if path.name not in ("MEMORY.md", "PROFILE.md") and not path.name.startswith("."):
                     yield path, agent
 
 

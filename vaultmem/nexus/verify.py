@@ -316,6 +316,11 @@ def verify(vault: Vault) -> VerifyReport:
         c, p = _verify_log(vault, name, keys)
         checked.update(c)
         problems += p
+    from vaultmem.nexus.digests import verify_digests  # nexus/digests/*.md (vaultmem digest)
+
+    c, p = verify_digests(vault, keys)
+    checked.update(c)
+    problems += p
     return VerifyReport(checked, tuple(problems))
 
 
