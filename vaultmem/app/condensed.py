@@ -75,7 +75,12 @@ def profile_section(vault: Vault, agent: str | None) -> Section | None:
         "profile" if agent is None else "agent_profile",
         title,
         fence("\n".join(lines)),
-        {"path": rel, "stale": old, "built": str(note.meta.get("built") or ""), "lines": [i.text for i in items]},
+        {
+            "path": rel,
+            "stale": old,
+            "built": str(note.meta.get("built") or ""),
+            "lines": [i.text for i in items],
+        },
         rel,
         5 if agent is None else 6,
         paths=(rel,),

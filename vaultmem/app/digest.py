@@ -139,9 +139,7 @@ def _capped(
         return items
     rest = pool[cap:]
     ids = (rest[0].id, rest[-1].id) if len(rest) > 1 else (rest[0].id,)
-    more = Statement(
-        section, f"…and {_plural(len(rest), what)} more, from {' to '.join(ids)}", ids
-    )
+    more = Statement(section, f"…and {_plural(len(rest), what)} more, from {' to '.join(ids)}", ids)
     return [*items[:cap], more]
 
 
@@ -168,7 +166,9 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
     who = ", ".join(f"{a} ({n:,})" for a, n in sorted(agents.items(), key=lambda t: (-t[1], t[0])))
     handoffs = by_type.get("handoff", [])
     acked = sum(1 for h in handoffs if acks.get(h.id) or h.id in resolved)
-    questions = [q for q in by_type.get("question", []) if not acks.get(q.id) and q.id not in resolved]
+    questions = [
+        q for q in by_type.get("question", []) if not acks.get(q.id) and q.id not in resolved
+    ]
     alerts = [a for a in by_type.get("alert", []) if a.id not in resolved]
     parts = [
         _plural(len(by_type.get("decision", [])), "decision"),
@@ -180,9 +180,7 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
     out.append(
         Statement(
             "summary",
-            f"{_entries(len(entries))} by {who}: "
-            + ", ".join(parts)
-            + ".",
+            f"{_entries(len(entries))} by {who}: " + ", ".join(parts) + ".",
             span,
         )
     )
@@ -213,7 +211,10 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
         )
     out += _capped("handed_over", handed, handoffs, "handoff", cap)
 
-    still = sorted(questions + alerts + [h for h in handoffs if not acks.get(h.id) and h.id not in resolved], key=lambda e: (e.time, e.id))
+    still = sorted(
+        questions + alerts + [h for h in handoffs if not acks.get(h.id) and h.id not in resolved],
+        key=lambda e: (e.time, e.id),
+    )
     opened = [
         Statement("open", f"{e.type.capitalize()} from {e.agent}: {quote(e)}", (e.id,))
         for e in still
@@ -232,9 +233,7 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
             r = resolved[e.id]
             why = f": {quote(r)}" if r.summary else ""
             fixes.append(
-                Statement(
-                    "fixes", f"Alert “{quote(e)}” resolved by {r.agent}{why}", (e.id, r.id)
-                )
+                Statement("fixes", f"Alert “{quote(e)}” resolved by {r.agent}{why}", (e.id, r.id))
             )
     for r in by_type.get("resolve", []):
         target = r.extra.get("resolves")
@@ -250,7 +249,9 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
     other = []
     for channel, group in sorted(by_channel.items(), key=lambda t: (-len(t[1]), t[0])):
         kinds = Counter(e.type for e in group)
-        counted = ", ".join(f"{n:,} {k}" for k, n in sorted(kinds.items(), key=lambda t: (-t[1], t[0])))
+        counted = ", ".join(
+            f"{n:,} {k}" for k, n in sorted(kinds.items(), key=lambda t: (-t[1], t[0]))
+        )
         writers = ", ".join(sorted({e.agent for e in group}))
         latest = group[-2:] if len(group) > 1 else group
         examples = "; ".join(f"“{quote(e)}” ({e.id})" for e in reversed(latest))
@@ -258,16 +259,24 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
         other.append(
             Statement(
                 "other",
-                f"{channel}: {_entries(len(group))} "
-                f"({counted}) by {writers}; latest {examples}",
+                f"{channel}: {_entries(len(group))} ({counted}) by {writers}; latest {examples}",
                 ids,
             )
         )
     if len(other) > cap:
-        rest = [e for _c, g in sorted(by_channel.items(), key=lambda t: (-len(t[1]), t[0]))[cap:] for e in g]
+        rest = [
+            e
+            for _c, g in sorted(by_channel.items(), key=lambda t: (-len(t[1]), t[0]))[cap:]
+            for e in g
+        ]
         rest.sort(key=lambda e: (e.time, e.id))
         ids = (rest[0].id, rest[-1].id) if len(rest) > 1 else (rest[0].id,)
-        other = [*other[:cap], Statement("other", f"…and {len(rest):,} entries on {len(by_channel) - cap} more channels", ids)]
+        other = [
+            *other[:cap],
+            Statement(
+                "other", f"…and {len(rest):,} entries on {len(by_channel) - cap} more channels", ids
+            ),
+        ]
     out += other
     return out
 
@@ -275,9 +284,11 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
 # --- the note -------------------------------------------------------------------------------
 
 
-def render_body(period: str, entries: list[Entry], statements: list[Statement], made_by: str) -> str:
+def render_body(
+    period: str, entries: list[Entry], statements: list[Statement], made_by: str
+) -> str:
     """The digest as people read it: sections of statements, then the entries cited."""
-    kind, start, end = digests.bounds(period)
+    _kind, start, end = digests.bounds(period)
     months = sorted({e.time[:7] for e in entries})
     homes = ", ".join(f"[[live-context-{m}]]" for m in months)
     how = "offline (grouped by type and channel)" if made_by == "offline" else f"by {made_by}"
@@ -320,7 +331,9 @@ def clean_statements(
     from vaultmem.core.secrets import scrub
     from vaultmem.nexus.entry import fold_summary, strip_controls
 
-    texts = {f"statement {i}": fold_summary(strip_controls(s.text)) for i, s in enumerate(statements)}
+    texts = {
+        f"statement {i}": fold_summary(strip_controls(s.text)) for i, s in enumerate(statements)
+    }
     cleaned, found = scrub(vault.config.secrets.policy, texts, what="digest")
     out = []
     for i, s in enumerate(statements):
@@ -378,7 +391,15 @@ def digest(
             note = digests.read_digest(vault, path)
             current = note.meta is not None and note.meta.source == digests.source_hash(entries)
             if current and not rebuild:
-                results.append(PeriodResult(period, "unchanged", len(entries), rel, note.meta.made_by if note.meta else ""))
+                results.append(
+                    PeriodResult(
+                        period,
+                        "unchanged",
+                        len(entries),
+                        rel,
+                        note.meta.made_by if note.meta else "",
+                    )
+                )
                 continue
             status = "rebuild" if current else "changed"
         todo.append((period, entries, status))
@@ -390,7 +411,15 @@ def digest(
 
                 requests = plan_requests(vault, period, entries)
             results.append(
-                PeriodResult(period, status, len(entries), vault.rel(digests.digest_path(vault, period)), mode, 0, requests)
+                PeriodResult(
+                    period,
+                    status,
+                    len(entries),
+                    vault.rel(digests.digest_path(vault, period)),
+                    mode,
+                    0,
+                    requests,
+                )
             )
         return DigestRun(kind, mode, tuple(sorted(results, key=lambda r: r.period)), dry_run=True)
     assert writer is not None

@@ -82,7 +82,14 @@ CUT_HINT = "raise [llm] max_tokens or lower [llm] chunk_chars in vaultmem.toml"
 
 def entry_line(e: Entry, body_chars: int) -> str:
     to = f" → {', '.join(e.to)}" if e.to else ""
-    parts = [e.id, e.time[:16] + "Z", e.agent, e.channel, f"{e.type}{to}", " ".join(e.summary.split())]
+    parts = [
+        e.id,
+        e.time[:16] + "Z",
+        e.agent,
+        e.channel,
+        f"{e.type}{to}",
+        " ".join(e.summary.split()),
+    ]
     body = " ".join(e.body.split())
     if body:
         parts.append(body if len(body) <= body_chars else body[: body_chars - 1] + "…")
@@ -116,7 +123,9 @@ def plan_requests(vault: Vault, period: str, entries: list[Entry]) -> int:
     return n + (1 if n > 1 else 0)
 
 
-def parse(data: dict[str, Any], allowed: set[str], skipped: list[str], where: str) -> list[Statement]:
+def parse(
+    data: dict[str, Any], allowed: set[str], skipped: list[str], where: str
+) -> list[Statement]:
     """Statements from one record_digest input; ids outside `allowed` are dropped."""
     if not any(key in data for key in SECTIONS):
         raise llm.malformed(f"no digest section in the {TOOL_NAME} input")
@@ -187,7 +196,9 @@ def model_statements(
             if len(batch) == 1:
                 merged.append(batch[0])
                 continue
-            reply = llm.call(sess, INSTRUCTIONS, TOOL, _partial_text(period, batch, i, len(batches)))
+            reply = llm.call(
+                sess, INSTRUCTIONS, TOOL, _partial_text(period, batch, i, len(batches))
+            )
             data = llm.tool_input(reply, TOOL_NAME, CUT_HINT)
             merged.append(parse(data, allowed, skipped, f"{period} merge {i}"))
         parts = merged

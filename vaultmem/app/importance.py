@@ -36,8 +36,27 @@ if TYPE_CHECKING:
     from vaultmem.core.vault import Vault
 
 TYPE_KEYS = frozenset(
-    """decision failure preference user feedback project reference fact handoff question alert
-    fix answer state note resolve ack digest pending""".split()
+    [
+        "decision",
+        "failure",
+        "preference",
+        "user",
+        "feedback",
+        "project",
+        "reference",
+        "fact",
+        "handoff",
+        "question",
+        "alert",
+        "fix",
+        "answer",
+        "state",
+        "note",
+        "resolve",
+        "ack",
+        "digest",
+        "pending",
+    ]
 )
 KEEP = ("identity", "inbox")  # sections a budget never drops
 
@@ -52,15 +71,17 @@ def score(
     used: int = 0,
 ) -> float:
     """An item's importance (the formula above)."""
-    weight = getattr(settings, type_) if type_ in TYPE_KEYS else settings.fact
-    base = weight + settings.evidence * math.log(max(evidence, 1)) + settings.used * math.log1p(
-        max(used, 0)
+    weight = float(getattr(settings, type_)) if type_ in TYPE_KEYS else settings.fact
+    base = (
+        weight
+        + settings.evidence * math.log(max(evidence, 1))
+        + settings.used * math.log1p(max(used, 0))
     )
     moment = clock.parse_time(time) if time else None
     if moment is None:
         return round(base, 4)
     age = max((now - moment).total_seconds() / 86400, 0.0)
-    decay = settings.floor + (1 - settings.floor) * 0.5 ** (age / settings.half_life_days)
+    decay = settings.floor + (1 - settings.floor) * math.pow(0.5, age / settings.half_life_days)
     return round(base * decay, 4)
 
 
@@ -123,7 +144,9 @@ def rate(vault: Vault, agent: str, sections: list[Section], now: datetime) -> li
             items.append(
                 replace(
                     item,
-                    score=score(settings, kind or "fact", time=time, now=now, evidence=evidence, used=count),
+                    score=score(
+                        settings, kind or "fact", time=time, now=now, evidence=evidence, used=count
+                    ),
                 )
             )
         out.append(replace(s, items=tuple(items)))

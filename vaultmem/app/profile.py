@@ -15,6 +15,7 @@ folders and the decision log, and the fingerprint only when those changed).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -147,7 +148,9 @@ def sources(vault: Vault, agent: str | None) -> list[Source]:
             e = d.entry
             why = " ".join(str(e.extra.get("why", "")).split())
             text = e.summary + (f" (why: {why})" if why else "")
-            out.append(Source(e.id, "decision", "decision", e.summary, text, "nexus/decisions", e.time))
+            out.append(
+                Source(e.id, "decision", "decision", e.summary, text, "nexus/decisions", e.time)
+            )
     return out
 
 
@@ -192,10 +195,8 @@ def stale(vault: Vault, agent: str | None, built_from: str) -> bool:
     current = fingerprint(sources(vault, agent))
     from vaultmem.core.fsio import replace_cache
 
-    try:
+    with contextlib.suppress(VaultmemError):  # a cache: the next read computes it again
         replace_cache(cache, json.dumps({"stat": key, "fingerprint": current}).encode())
-    except VaultmemError:
-        pass  # a cache: the next read computes it again
     return current != built_from
 
 
@@ -223,7 +224,9 @@ def offline_lines(vault: Vault, found: list[Source], now: datetime) -> list[Line
 def render_body(scope: str, lines: list[Line], found: list[Source], made_by: str) -> str:
     by_id = {s.id: s for s in found}
     who = "the project and the people on it" if scope == "shared" else f"{scope}'s own memory"
-    how = "offline (the highest-value memories by type)" if made_by == "offline" else f"by {made_by}"
+    how = (
+        "offline (the highest-value memories by type)" if made_by == "offline" else f"by {made_by}"
+    )
     out = [
         "# Profile" if scope == "shared" else f"# Profile of {scope}",
         "",
@@ -254,9 +257,7 @@ def clean(vault: Vault, lines: list[Line]) -> list[Line]:
 
     texts = {f"line {i}": fold_summary(strip_controls(ln.text)) for i, ln in enumerate(lines)}
     cleaned, _found = scrub(vault.config.secrets.policy, texts, what="profile")
-    return [
-        Line(ln.group, cleaned[f"line {i}"][:LINE_CHARS], ln.ids) for i, ln in enumerate(lines)
-    ]
+    return [Line(ln.group, cleaned[f"line {i}"][:LINE_CHARS], ln.ids) for i, ln in enumerate(lines)]
 
 
 def build(
@@ -279,7 +280,9 @@ def build(
     if not found:
         return ProfileResult(scope, rel, "empty", "", (), 0)
     if existing is not None and not rebuild and str(existing[1].meta.get("sources")) == fp:
-        return ProfileResult(scope, rel, "unchanged", str(existing[1].meta.get("made_by", "")), (), len(found))
+        return ProfileResult(
+            scope, rel, "unchanged", str(existing[1].meta.get("made_by", "")), (), len(found)
+        )
     use_model = bool(api_key) and not offline
     requests, usage = 0, None
     if use_model:

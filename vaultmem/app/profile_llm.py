@@ -71,7 +71,8 @@ def request_text(vault: Vault, found: list[Source], now: datetime) -> str:
         ),
     )
     limit = max(vault.config.llm.chunk_chars, 1000)
-    lines, size = [], 0
+    lines: list[str] = []
+    size = 0
     for s in ranked:
         line = f"{s.id} | {s.kind} | {s.type} | {s.name} | {s.text}"
         if lines and size + len(line) > limit:
@@ -103,7 +104,8 @@ def model_lines(
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             continue
         group = item.get("group") if item.get("group") in GROUPS else "facts"
-        ids = item.get("ids") if isinstance(item.get("ids"), list) else []
+        raw_ids = item.get("ids")
+        ids: list[Any] = raw_ids if isinstance(raw_ids, list) else []
         kept = tuple(dict.fromkeys(i for i in ids if isinstance(i, str) and i in known))
         text = " ".join(item["text"].split())
         if text and kept:

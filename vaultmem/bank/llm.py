@@ -49,7 +49,9 @@ class Session:
 
 def require_key(api_key: str | None, what: str, hint: str) -> str:
     if not api_key:
-        raise LLMError(f"{what} needs an Anthropic API key and {ENV_ANTHROPIC_KEY} is not set", hint)
+        raise LLMError(
+            f"{what} needs an Anthropic API key and {ENV_ANTHROPIC_KEY} is not set", hint
+        )
     return api_key
 
 
@@ -133,9 +135,7 @@ MALFORMED_HINT = "try again; if it keeps happening, try another [llm] model"
 def tool_input(reply: Any, name: str, hint_cut: str) -> dict[str, Any]:
     """The input of the reply's `name` tool call; LLMError for a cut-off or malformed reply."""
     if getattr(reply, "stop_reason", None) == "max_tokens":
-        raise LLMError(
-            "the model's reply was cut off at max_tokens; nothing was written", hint_cut
-        )
+        raise LLMError("the model's reply was cut off at max_tokens; nothing was written", hint_cut)
     calls = [
         b
         for b in getattr(reply, "content", None) or []

@@ -73,6 +73,11 @@ def render_card(item: QueueItem, n: int, total: int, screen: Console = out) -> N
         lines.append(f"[bold]valid until[/] {escape(f.valid_until)}")
     if f.may_supersede:
         lines.append(f"[yellow]may supersede {escape(f.may_supersede)}[/]")
+    if f.consolidates:
+        lines.append(
+            f"[yellow]consolidates {escape(', '.join(f.consolidates))} "
+            f"({escape(f.consolidation or 'merge')}): approving replaces them with this one[/]"
+        )
     if f.quote:
         lines += ["", "[dim]" + escape(f.quote) + "[/]"]
     title = f"[{n}/{total}] {f.id} · {f.type} · {f.path}"

@@ -358,6 +358,24 @@ def _mark_inactive(
     atomic_write(index_path, with_line_retracted(index_text, target, why, fallback))
 
 
+def mark_superseded(vault: Vault, ref: str, by: Fact) -> Fact:
+    """Keep the note of `ref`, mark it superseded by `by` (an existing fact), and move its
+    index line under '## Retracted': what `remember --supersedes` does to one older fact, for
+    the others a consolidation replaces."""
+    with _index_lock(vault):
+        path, note = find_fact(vault, ref)
+        notes.require_ok(note, path)
+        stamp = clock.stamp()
+        _mark_inactive(
+            vault,
+            path,
+            note,
+            {"status": "superseded", "superseded_by": by.id, "updated": stamp},
+            f"superseded by [[{by.path.removesuffix('.md')}|{by.name}]] on {stamp[:10]}",
+        )
+        return _fact_from(vault, path, notes.read(path))
+
+
 def retract(vault: Vault, ref: str, *, why: str) -> Fact:
     """Keep the note, mark it retracted, and move its index line under '## Retracted'."""
     reason = one_line(why, 500, "reason")

@@ -48,9 +48,20 @@ MONTH_RE = re.compile(r"(\d{4})-(\d\d)")
 # a citation in a digest's text: a link to the block of the cited entry in the same note
 CITE_RE = re.compile(r"\[\[#\^(?P<block>[A-Za-z0-9-]+)\|(?P<id>[^\]|]+)\]\]")
 _LOG_ID = re.compile(rb'^<!-- vaultmem \{.*?"id":"([^"]+)"', re.MULTILINE)
-MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 # --- periods --------------------------------------------------------------------------------
@@ -152,7 +163,9 @@ class DigestMeta:
     def line(self) -> str:
         data = {**self.signed_part(), "hash": self.hash, "sig": self.sig}
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        return "<!-- vaultmem-digest " + text.replace("<", "\\u003c").replace(">", "\\u003e") + " -->"
+        return (
+            "<!-- vaultmem-digest " + text.replace("<", "\\u003c").replace(">", "\\u003e") + " -->"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.signed_part(), "hash": self.hash, "sig": self.sig}
@@ -260,7 +273,9 @@ def sign(vault: Vault, meta: DigestMeta, body: str) -> DigestMeta:
     signer = signing.signer_for(vault, meta.writer)
     meta = replace(meta, key=signer.key_id if signer else None, hash="", sig=None)
     digest = meta.compute_hash(body)
-    return replace(meta, hash=digest, sig=signer.sign_raw(SIG_DOMAIN + digest.encode()) if signer else None)
+    return replace(
+        meta, hash=digest, sig=signer.sign_raw(SIG_DOMAIN + digest.encode()) if signer else None
+    )
 
 
 def write(vault: Vault, meta: DigestMeta, body: str) -> Path:
@@ -307,9 +322,7 @@ def logged_ids(vault: Vault) -> set[str]:
     return out
 
 
-def verify_digests(
-    vault: Vault, keys: dict[str, Any]
-) -> tuple[dict[str, int], list[LogProblem]]:
+def verify_digests(vault: Vault, keys: dict[str, Any]) -> tuple[dict[str, int], list[LogProblem]]:
     """Every digest's hash and signature, and that what it cites is still logged."""
     from vaultmem.nexus import signing
     from vaultmem.nexus.verify import LogProblem
