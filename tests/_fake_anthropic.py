@@ -35,7 +35,14 @@ class Request:
     body: Any
 
 
-def tool_reply(facts: list[dict[str, Any]], *, stop_reason: str = "tool_use") -> Reply:
+def tool_call_reply(
+    name: str,
+    data: dict[str, Any],
+    *,
+    stop_reason: str = "tool_use",
+    usage: dict[str, int] | None = None,
+) -> Reply:
+    """A message whose content is one call of the tool `name` with input `data`."""
     return Reply(
         200,
         {
@@ -43,17 +50,11 @@ def tool_reply(facts: list[dict[str, Any]], *, stop_reason: str = "tool_use") ->
             "type": "message",
             "role": "assistant",
             "model": "claude-haiku-4-5",
-            "content": [
-                {
-                    "type": "tool_use",
-                    "id": "toolu_fake",
-                    "name": "record_facts",
-                    "input": {"facts": facts},
-                }
-            ],
+            "content": [{"type": "tool_use", "id": "toolu_fake", "name": name, "input": data}],
             "stop_reason": stop_reason,
             "stop_sequence": None,
-            "usage": {
+            "usage": usage
+            or {
                 "input_tokens": 120,
                 "output_tokens": 40,
                 "cache_creation_input_tokens": 0,
@@ -61,6 +62,10 @@ def tool_reply(facts: list[dict[str, Any]], *, stop_reason: str = "tool_use") ->
             },
         },
     )
+
+
+def tool_reply(facts: list[dict[str, Any]], *, stop_reason: str = "tool_use") -> Reply:
+    return tool_call_reply("record_facts", {"facts": facts}, stop_reason=stop_reason)
 
 
 def text_reply(text: str) -> Reply:

@@ -211,10 +211,8 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
         )
     out += _capped("handed_over", handed, handoffs, "handoff", cap)
 
-    still = sorted(
-        questions + alerts + [h for h in handoffs if not acks.get(h.id) and h.id not in resolved],
-        key=lambda e: (e.time, e.id),
-    )
+    # a handoff nobody acked says so under "Handed over"
+    still = sorted(questions + alerts, key=lambda e: (e.time, e.id))
     opened = [
         Statement("open", f"{e.type.capitalize()} from {e.agent}: {quote(e)}", (e.id,))
         for e in still
@@ -250,16 +248,16 @@ def offline_statements(entries: list[Entry], *, cap: int) -> list[Statement]:
     for channel, group in sorted(by_channel.items(), key=lambda t: (-len(t[1]), t[0])):
         kinds = Counter(e.type for e in group)
         counted = ", ".join(
-            f"{n:,} {k}" for k, n in sorted(kinds.items(), key=lambda t: (-t[1], t[0]))
+            _plural(n, k) for k, n in sorted(kinds.items(), key=lambda t: (-t[1], t[0]))
         )
         writers = ", ".join(sorted({e.agent for e in group}))
         latest = group[-2:] if len(group) > 1 else group
-        examples = "; ".join(f"“{quote(e)}” ({e.id})" for e in reversed(latest))
+        examples = ", ".join(f"“{quote(e)}”" for e in reversed(latest))
         ids = tuple(dict.fromkeys([group[0].id, *(e.id for e in latest)]))
         other.append(
             Statement(
                 "other",
-                f"{channel}: {_entries(len(group))} ({counted}) by {writers}; latest {examples}",
+                f"{channel}: {_entries(len(group))} ({counted}) by {writers}; latest: {examples}",
                 ids,
             )
         )
