@@ -17,10 +17,30 @@ from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, signing
 
 CHANNELS = ("backend", "frontend", "api", "ops", "payments", "copy", "infra")
-WORDS = (
-    "checkout webhook retry invoice slot calendar capacity booking refund cents migration "
-    "index cache deploy rollback strings review latency timeout queue worker schema"
-).split()
+WORDS = [
+    "checkout",
+    "webhook",
+    "retry",
+    "invoice",
+    "slot",
+    "calendar",
+    "capacity",
+    "booking",
+    "refund",
+    "cents",
+    "migration",
+    "index",
+    "cache",
+    "deploy",
+    "rollback",
+    "strings",
+    "review",
+    "latency",
+    "timeout",
+    "queue",
+    "worker",
+    "schema",
+]
 
 
 def _text(rng: random.Random, n: int) -> str:
