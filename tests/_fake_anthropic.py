@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -95,9 +95,11 @@ def overloaded() -> Reply:
 
 
 class FakeAnthropic:
-    def __init__(self) -> None:
+    def __init__(self, responder: Callable[[Request], Reply] | None = None) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[Request] = []
+        # answers each request the queue does not (benchmarks compute replies from requests)
+        self.responder = responder
         self._lock = threading.Lock()
         fake = self
 
@@ -113,16 +115,18 @@ class FakeAnthropic:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 with fake._lock:
-                    fake.requests.append(
-                        Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    request = Request(
+                        self.path, {k.lower(): v for k, v in self.headers.items()}, body
                     )
-                    reply = (
-                        fake.replies.popleft()
-                        if fake.replies
-                        else error_reply(
+                    fake.requests.append(request)
+                    if fake.replies:
+                        reply = fake.replies.popleft()
+                    elif fake.responder is not None:
+                        reply = fake.responder(request)
+                    else:
+                        reply = error_reply(
                             500, "api_error", "no reply queued", **{"x-should-retry": "false"}
                         )
-                    )
                 if reply.delay:
                     time.sleep(reply.delay)
                 data = json.dumps(reply.body).encode()

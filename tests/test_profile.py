@@ -226,3 +226,21 @@ def test_offline_flag_needs_no_request(llm_vault: Path, fake_anthropic: FakeAnth
     res = profile(llm_vault, "--offline")
     assert res.exit_code == 0 and "offline" in res.stdout
     assert fake_anthropic.requests == []
+
+
+def test_mcp_profile_tool_is_read_only_and_scoped(vault: Path) -> None:
+    pytest.importorskip("mcp")
+    from test_mcp import call, payload
+
+    facts.remember(
+        Vault.open(vault), "Ella's okapi preference.", name="Okapi", type_="preference",
+        scope="agent", agent="ella",
+    )  # fmt: skip
+    assert profile(vault, "--agent", "ella").exit_code == 0
+    tools, (mine,) = call(vault, "ella", ("profile", {}))
+    assert "profile" in tools
+    profiles = payload(mine)["profiles"]
+    assert set(profiles) == {"memory/PROFILE.md", "agents/ella/PROFILE.md"}
+    assert profiles["memory/PROFILE.md"]["stale"] is False
+    _tools, (theirs,) = call(vault, "lyra", ("profile", {}))
+    assert set(payload(theirs)["profiles"]) == {"memory/PROFILE.md"}  # never ella's own
