@@ -362,7 +362,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     def profile() -> dict[str, Any]:
         """The compact profile built from approved memory: the shared one and your own, as
         markdown (each line cites the memory it comes from), and whether it is stale."""
-        from vaultmem.app.profile import profile_path, read_profile, stale
+        from vaultmem.app.profile import read_profile, stale
 
         v = vault()
         agent = me(v)
