@@ -8,13 +8,14 @@ list item gets a score (README, "Importance and decay"):
 
 The type weight comes from `[importance]` (decisions, failures and preferences high; acks and
 plain notes low); the evidence count is how many times a fact was proposed or merged; uses are
-how often the reading agent was given the item by `recall` (its receipts) plus, for a log
-entry, whether someone acked it; the age is from the item's time (an entry's time, a fact's
-`updated`, a digest's period end). Scores are computed only when the pack is over its budget.
+how often the reading agent was given the item by `recall` (the last 256 KB of its receipts)
+plus, for a log entry, whether someone acked it; the age is from the item's time (an entry's
+time, a fact's `updated`, a digest's period end). Scores are computed only when the pack is
+over its budget.
 
 When it must cut, `fit` goes through the sections from the least important (the highest
 priority number) up, as before; a section made of items loses its lowest-scoring items first
-and is dropped only once it has none left. The pack lists what was cut (ids, per section) and
+(ties: the older first) and is dropped only when its last item does not fit either. The pack lists what was cut (ids, per section) and
 what was dropped.
 """
 
@@ -106,17 +107,11 @@ def fact_meta(path: Path) -> dict[str, str]:
 
 
 def uses(vault: Vault, agent: str) -> Counter[str]:
-    """How often `recall` gave the agent each id or file (its current receipts file)."""
-    from vaultmem.app.receipts import receipts
+    """How often `recall` recently gave the agent each id or file (its receipts)."""
+    from vaultmem.app.receipts import recent_uses
 
     out: Counter[str] = Counter()
-    try:
-        found = receipts(vault, agent)
-    except Exception:  # receipts are a hint: a broken file must not break the pack
-        return out
-    for r in found:
-        if r.command != "recall":
-            continue
+    for r in recent_uses(vault, agent, "recall"):
         out.update(r.ids)
         out.update(p.split(":", 1)[0] for p in r.paths)
     return out

@@ -182,21 +182,30 @@ def _stat_key(vault: Vault, agent: str | None) -> str:
     return h.hexdigest()
 
 
+def _cache(vault: Vault, agent: str | None) -> Path:
+    return vault.state("profile", f"{agent or '_shared'}.json")
+
+
+def remember_fresh(vault: Vault, agent: str | None, key: str, fp: str) -> None:
+    """Record that the source files with stat key `key` have fingerprint `fp` (a cache)."""
+    from vaultmem.core.fsio import replace_cache
+
+    data = json.dumps({"stat": key, "fingerprint": fp}).encode()
+    with contextlib.suppress(VaultmemError):  # a cache: the next read computes it again
+        replace_cache(_cache(vault, agent), data)
+
+
 def stale(vault: Vault, agent: str | None, built_from: str) -> bool:
     """Have the profile's sources changed since it was built from `built_from`?"""
-    cache = vault.state("profile", f"{agent or '_shared'}.json")
     key = _stat_key(vault, agent)
     try:
-        data = json.loads(cache.read_bytes())
+        data = json.loads(_cache(vault, agent).read_bytes())
         if isinstance(data, dict) and data.get("stat") == key:
             return data.get("fingerprint") != built_from
     except (OSError, ValueError):
         pass
     current = fingerprint(sources(vault, agent))
-    from vaultmem.core.fsio import replace_cache
-
-    with contextlib.suppress(VaultmemError):  # a cache: the next read computes it again
-        replace_cache(cache, json.dumps({"stat": key, "fingerprint": current}).encode())
+    remember_fresh(vault, agent, key, current)
     return current != built_from
 
 
@@ -274,6 +283,7 @@ def build(
     scope = agent or "shared"
     path = profile_path(vault, agent)
     rel = vault.rel(path)
+    key = _stat_key(vault, agent)  # before reading: a change while building shows as stale
     found = sources(vault, agent)
     fp = fingerprint(found)
     existing = read_profile(vault, agent)
@@ -307,4 +317,5 @@ def build(
 
     with exclusive(lock_path(vault, "profile"), vault.config.log.lock_timeout, what="profile"):
         atomic_write(path, notes.render(meta, "\n" + render_body(scope, lines, found, made_by)))
+    remember_fresh(vault, agent, key, fp)
     return ProfileResult(scope, rel, "written", made_by, tuple(lines), len(found), requests, usage)
