@@ -49,7 +49,13 @@ def render_queue(items: Sequence[QueueItem], status: str) -> None:
             f.author,
             str(f.evidence),
             escape(f.text if len(f.text) <= 120 else f.text[:119] + "…"),
-            escape(f"{near.name} ({near.score:.2f})") if near else "",
+            escape(
+                f"replaces {', '.join(f.consolidates)}"
+                if f.consolidates
+                else f"{near.name} ({near.score:.2f})"
+                if near
+                else ""
+            ),
         )
     out.print(table)
     if status == "pending":
@@ -165,7 +171,9 @@ def interactive_review(vault: Vault, reviewer: str, *, to_stderr: bool = False) 
                 n += 1
                 continue
             if key == "a":
-                scope = _ask("Scope", screen, choices=["shared", "agent"], default="shared")
+                scope: str | None = "shared"  # a consolidation keeps its memories' scope
+                if not item.fact.consolidates:
+                    scope = _ask("Scope", screen, choices=["shared", "agent"], default="shared")
                 name = _ask("Name", screen, default=item.fact.name) if scope else None
                 if scope is None or name is None:
                     quit_ = True
