@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,7 +35,14 @@ class Request:
     body: Any
 
 
-def tool_reply(facts: list[dict[str, Any]], *, stop_reason: str = "tool_use") -> Reply:
+def tool_call_reply(
+    name: str,
+    data: dict[str, Any],
+    *,
+    stop_reason: str = "tool_use",
+    usage: dict[str, int] | None = None,
+) -> Reply:
+    """A message whose content is one call of the tool `name` with input `data`."""
     return Reply(
         200,
         {
@@ -43,17 +50,11 @@ def tool_reply(facts: list[dict[str, Any]], *, stop_reason: str = "tool_use") ->
             "type": "message",
             "role": "assistant",
             "model": "claude-haiku-4-5",
-            "content": [
-                {
-                    "type": "tool_use",
-                    "id": "toolu_fake",
-                    "name": "record_facts",
-                    "input": {"facts": facts},
-                }
-            ],
+            "content": [{"type": "tool_use", "id": "toolu_fake", "name": name, "input": data}],
             "stop_reason": stop_reason,
             "stop_sequence": None,
-            "usage": {
+            "usage": usage
+            or {
                 "input_tokens": 120,
                 "output_tokens": 40,
                 "cache_creation_input_tokens": 0,
@@ -61,6 +62,10 @@ def tool_reply(facts: list[dict[str, Any]], *, stop_reason: str = "tool_use") ->
             },
         },
     )
+
+
+def tool_reply(facts: list[dict[str, Any]], *, stop_reason: str = "tool_use") -> Reply:
+    return tool_call_reply("record_facts", {"facts": facts}, stop_reason=stop_reason)
 
 
 def text_reply(text: str) -> Reply:
@@ -90,9 +95,11 @@ def overloaded() -> Reply:
 
 
 class FakeAnthropic:
-    def __init__(self) -> None:
+    def __init__(self, responder: Callable[[Request], Reply] | None = None) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[Request] = []
+        # answers each request the queue does not (benchmarks compute replies from requests)
+        self.responder = responder
         self._lock = threading.Lock()
         fake = self
 
@@ -108,16 +115,18 @@ class FakeAnthropic:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 with fake._lock:
-                    fake.requests.append(
-                        Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    request = Request(
+                        self.path, {k.lower(): v for k, v in self.headers.items()}, body
                     )
-                    reply = (
-                        fake.replies.popleft()
-                        if fake.replies
-                        else error_reply(
+                    fake.requests.append(request)
+                    if fake.replies:
+                        reply = fake.replies.popleft()
+                    elif fake.responder is not None:
+                        reply = fake.responder(request)
+                    else:
+                        reply = error_reply(
                             500, "api_error", "no reply queued", **{"x-should-retry": "false"}
                         )
-                    )
                 if reply.delay:
                     time.sleep(reply.delay)
                 data = json.dumps(reply.body).encode()

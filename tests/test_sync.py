@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.app.merge import merge_checkpoint, merge_index, merge_state
+from vaultmem.app.merge import merge_checkpoint, merge_index, merge_snapshot, merge_state
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -78,6 +78,17 @@ def test_checkpoint_merge_keeps_the_newer_whole() -> None:
     new = "---\nagent: ella\nupdated: 2026-11-29T11:00:00Z\n---\n\nnew\n"
     assert merge_checkpoint(old, old, new) == (new, False)
     assert merge_checkpoint(old, new, old) == (new, False)
+
+
+def test_a_digest_or_profile_made_on_two_machines_merges_to_the_newer_whole() -> None:
+    digest = "---\nperiod: 2026-W48\nentries: {n}\ncreated: {t}\n---\n\n# Digest\n\n{n} entries\n"
+    older = digest.format(n=10, t="2026-11-30T07:00:00Z")
+    newer = digest.format(n=12, t="2026-11-30T08:00:00Z")
+    assert merge_snapshot("", older, newer) == (newer, False)  # add/add: no common version
+    assert merge_snapshot(older, newer, older) == (newer, False)
+    profile = "---\nscope: shared\nbuilt: {t}\n---\n\n# Profile\n"
+    assert merge_snapshot("", profile.format(t="2026-11-30T09:00:00Z"),
+                          profile.format(t="2026-11-30T08:00:00Z"))[0].count("09:00") == 1  # fmt: skip
 
 
 # --- real repositories ------------------------------------------------------------------------

@@ -14,6 +14,8 @@ both versions kept, and git reports the file as conflicted).
   silent overwrite.
 - `agents/<agent>/checkpoint.md` (checkpoint): the newer `updated:` wins whole (a checkpoint is
   a snapshot, not a document to splice); the other version stays in git history.
+- digests and profiles (snapshot): made again from the log or the memories, signed or
+  fingerprinted as a whole, so the newer (`updated:`, `built:` or `created:`) wins whole.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from vaultmem.core import clock
 RETRACTED = "## Retracted"
 _HEADING = re.compile(r"(#{1,2})[ \t]+(.*?)[ \t]*#*[ \t]*")
 _UPDATED = re.compile(r"^updated:[ \t]*['\"]?(?P<v>[^'\"\n]*)['\"]?[ \t]*$", re.MULTILINE)
+_STAMP = re.compile(
+    r"^(?:updated|built|created):[ \t]*['\"]?(?P<v>[^'\"\n]*)['\"]?[ \t]*$", re.MULTILINE
+)
 
 
 def _lines(text: str) -> list[str]:
@@ -160,15 +165,31 @@ def _markers(ours: list[str], theirs: list[str], what: str) -> list[str]:
 # --- checkpoint.md --------------------------------------------------------------------------
 
 
-def merge_checkpoint(base: str, ours: str, theirs: str) -> tuple[str, bool]:
-    """The newer checkpoint (by its `updated:` stamp) wins whole; ties keep ours."""
-
+def _newer(ours: str, theirs: str, stamp: re.Pattern[str]) -> str:
     def when(text: str) -> float:
-        m = _UPDATED.search(text)
+        m = stamp.search(text)
         moment = clock.parse_time(m.group("v")) if m else None
         return moment.timestamp() if moment else 0.0
 
-    return (theirs if when(theirs) > when(ours) else ours), False
+    return theirs if when(theirs) > when(ours) else ours
 
 
-MERGERS = {"index": merge_index, "state": merge_state, "checkpoint": merge_checkpoint}
+def merge_checkpoint(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """The newer checkpoint (by its `updated:` stamp) wins whole; ties keep ours."""
+    return _newer(ours, theirs, _UPDATED), False
+
+
+def merge_snapshot(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """A digest or a profile: the newer (its first `updated:`, `built:` or `created:` line)
+    wins whole, since either side's is a complete, signed or fingerprinted whole; ties keep
+    ours. The other stays in git history; the next `vaultmem digest` / `profile` run notices
+    if it was made from fewer entries or memories than the vault now has."""
+    return _newer(ours, theirs, _STAMP), False
+
+
+MERGERS = {
+    "index": merge_index,
+    "state": merge_state,
+    "checkpoint": merge_checkpoint,
+    "snapshot": merge_snapshot,
+}

@@ -6,12 +6,15 @@ that the CLI renders as markdown for a prompt or as JSON:
      0 inbox               what is open for this agent, however old (app/inbox.py); never
                            dropped: a budget cuts its list and says how much
      0 identity            never dropped
+     5 profile             memory/PROFILE.md, built from approved memory (app/condensed.py)
+     6 agent_profile       agents/<agent>/PROFILE.md
     10 decisions           active decisions (nexus/decisions.md)
     20 checkpoint          the agent's own working checkpoint
     21 working             the agent's working memory (agents/<agent>/working.md), unexpired
     25 alerts              open alerts raised within [alerts] window
     30 new_entries         log entries from other agents since this agent's last read
     40 own_entries         the agent's own recent entries
+    42 digests             digests of the periods before the oldest entry shown (nexus/digests/)
     45 recall              with --query: the top recall hits, with where they come from
     50 project_state       nexus/project-state.md
     55 agent_memory        agents/<agent>/MEMORY.md
@@ -25,16 +28,21 @@ far back as the cursor (or a fixed window), so the pack costs the same on a log 
 
 Text other agents wrote (log entries, decisions, project state) goes out inside a fence with a
 line that says it is data, not instructions.
+
+A budget drops the least important sections first, as a whole when they are one block; a
+section made of items (entries, memory lines, decisions, pending facts, digests, profile lines)
+first loses its lowest-scoring items (`app/importance.py`), and the pack says what it cut.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.sections import Section, fence
+from vaultmem.app.sections import Item, Section, fence
 from vaultmem.app.window import log_sections
 from vaultmem.core import notes
 from vaultmem.core.errors import IntegrityError, NotWritableError, VaultmemError
@@ -55,6 +63,7 @@ class Pack:
     since: str | None = None  # the entry id the previous read ended at
     peek: bool = False
     query: str | None = None  # the session's topic: recall hits and the pending facts' order
+    cut: dict[str, list[str]] = field(default_factory=dict)  # section -> ids cut by the budget
 
     def shown(self) -> tuple[list[str], list[str]]:
         """(ids, paths) of what the kept sections show: what a receipt records."""
@@ -82,6 +91,7 @@ class Pack:
             },
             "dropped": list(self.dropped),
             "dropped_tokens": self.dropped_tokens,
+            "cut": self.cut,
             "budget": self.budget,
             "tokens": self.tokens,
             "since": self.since,
@@ -97,6 +107,10 @@ def render_markdown(pack: Pack) -> str:
     for section in pack.sections:
         source = f" ({section.source})" if section.source else ""
         out += [f"## {section.title}{source}", "", section.text.strip() or "(empty)", ""]
+    if pack.cut:
+        from vaultmem.app.importance import cut_note
+
+        out += [f"_{cut_note(pack.cut, list(pack.sections))}._", ""]
     if pack.dropped:
         detail = ", ".join(f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped)
         out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
@@ -125,6 +139,8 @@ def memory_index_section(vault: Vault, agent: str | None) -> Section | None:
     key = "memory" if agent is None else "agent_memory"
     title = "Shared memory index" if agent is None else f"Memory index of {agent}"
     lines = [ln for ln in text.splitlines() if ln.lstrip().startswith("- ")]
+    retracted = text.find("\n## Retracted")
+    active = text[:retracted] if retracted >= 0 else text
     return Section(
         key,
         title,
@@ -133,7 +149,18 @@ def memory_index_section(vault: Vault, agent: str | None) -> Section | None:
         rel,
         60 if agent is None else 55,
         paths=(rel,),
+        items=tuple(_memory_item(ln) for ln in active.splitlines() if ln.startswith("- ")),
     )
+
+
+_WIKILINK = re.compile(r"\[\[([^\[\]|#^]+)")
+
+
+def _memory_item(line: str) -> Item:
+    """A MEMORY.md line as an item: the fact note it links to knows its type and age."""
+    m = _WIKILINK.search(line)
+    target = m.group(1).strip().removesuffix(".md") + ".md" if m else None
+    return Item(target or line, line, path=target)
 
 
 def decisions_section(vault: Vault) -> Section | None:
@@ -146,11 +173,13 @@ def decisions_section(vault: Vault) -> Section | None:
     if not active:
         return None
     lines = []
+    items = []
     for d in active:
         e = d.entry
         why = str(e.extra.get("why", "")).replace("\n", " ")
         sup = f"; supersedes {e.extra['supersedes']}" if e.extra.get("supersedes") else ""
         lines.append(f"- [{e.id}] {e.summary} — why: {why} ({e.time[:10]}, {e.agent}{sup})")
+        items.append(Item(e.id, lines[-1], "decision", e.time))
     return Section(
         "decisions",
         "Active decisions",
@@ -159,6 +188,7 @@ def decisions_section(vault: Vault) -> Section | None:
         vault.rel(vault.decisions),
         10,
         ids=tuple(d.entry.id for d in active),
+        items=tuple(items),
     )
 
 
@@ -242,31 +272,7 @@ def project_state_section(vault: Vault) -> Section | None:
     )
 
 
-def fit_budget(
-    sections: list[Section], budget: int
-) -> tuple[list[Section], tuple[str, ...], dict[str, int]]:
-    """Drop whole sections, lowest priority first, until the pack fits. Identity and the inbox
-    are never dropped (`read_pack` cuts the inbox's list instead)."""
-    kept = sorted(sections, key=lambda s: s.priority)
-    dropped: list[str] = []
-    sizes: dict[str, int] = {}
-    if budget <= 0:
-        return kept, (), {}
-    total = sum(s.tokens for s in kept)
-    for s in sorted(kept, key=lambda s: -s.priority):
-        if total <= budget:
-            break
-        if s.key in KEEP:
-            continue
-        kept.remove(s)
-        dropped.append(s.key)
-        sizes[s.key] = s.tokens
-        total -= s.tokens
-    return kept, tuple(dropped), sizes
-
-
 RECALL_HITS = 5
-KEEP = ("identity", "inbox")  # sections a budget never drops
 
 
 def recall_section(vault: Vault, agent: str, query: str) -> Section | None:
@@ -311,6 +317,10 @@ def pending_section(vault: Vault, agent: str, query: str | None) -> Section | No
         None,
         70,
         ids=tuple(f.id for f in block.facts),
+        items=tuple(
+            Item(f.id, line, "pending", f.created, f.evidence)
+            for f, line in zip(block.facts, block.lines(), strict=True)
+        ),
     )
 
 
@@ -323,7 +333,9 @@ def read_pack(
     query: str | None = None,
 ) -> Pack:
     """The session-start pack for `agent`. Does not move the cursor: see `commit_cursor`."""
+    from vaultmem.app import condensed, importance
     from vaultmem.app import inbox as coordination
+    from vaultmem.core import clock
     from vaultmem.nexus import coord
 
     agent = vault.require_agent(agent)
@@ -335,6 +347,8 @@ def read_pack(
     sections: list[Section] = [coordination.inbox_section(view)] if view.items else []
     sections.append(identity_section(vault, agent))
     for s in (
+        condensed.profile_section(vault, None),
+        condensed.profile_section(vault, agent),
         decisions_section(vault),
         checkpoint_section(vault, agent),
         coordination.working_section(vault, agent),
@@ -346,6 +360,11 @@ def read_pack(
     since = cursor["id"] if cursor else None
     log_part, new_cursor = log_sections(vault, agent, cursor, index=index, skip=skip)
     sections += log_part
+    now = clock.now()
+    shown = [i.time for s in log_part for i in s.items if i.time]
+    digested = condensed.digest_section(vault, min(shown) if shown else None, now)
+    if digested is not None:
+        sections.append(digested)
     state = project_state_section(vault)
     if state is not None:
         sections.append(state)
@@ -361,7 +380,9 @@ def read_pack(
             sections.append(extra)
     sections.sort(key=lambda s: s.priority)
     limit = vault.config.read.budget if budget is None else budget
-    kept, dropped, sizes = fit_budget(sections, limit)
+    kept, dropped, sizes, cut = importance.fit(
+        sections, limit, rescore=lambda found: importance.rate(vault, agent, found, now)
+    )
     total = sum(s.tokens for s in kept)
     if limit > 0 and total > limit and view.items:
         # even the sections a budget keeps do not fit: cut the inbox's list, saying how much
@@ -379,4 +400,5 @@ def read_pack(
         since=since,
         peek=peek,
         query=query,
+        cut=cut,
     )

@@ -120,6 +120,37 @@ def _read(vault: Vault, agent: str) -> Iterator[Receipt]:
             yield Receipt(raw["time"], raw["command"], tuple(map(str, ids)), tuple(map(str, paths)))
 
 
+def recent_uses(
+    vault: Vault, agent: str, command: str, *, max_bytes: int = 1 << 18
+) -> list[Receipt]:
+    """The agent's latest receipts of one command, from the last `max_bytes` of its current
+    file only (the importance of pack items: cheap, and recent use is what counts)."""
+    import json
+
+    try:
+        with open(_current(vault, agent), "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read()
+    except OSError:
+        return []
+    lines = data.split(b"\n")[1:] if size > max_bytes else data.split(b"\n")
+    out = []
+    for line in lines:
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(raw, dict) or raw.get("command") != command:
+            continue
+        ids, paths = raw.get("ids"), raw.get("paths") or []
+        if isinstance(ids, list) and isinstance(paths, list):
+            out.append(
+                Receipt(str(raw.get("time")), command, tuple(map(str, ids)), tuple(map(str, paths)))
+            )
+    return out
+
+
 def _entry_time(vault: Vault, entry_id: str) -> str | None:
     from vaultmem.nexus.entry import read_file
     from vaultmem.nexus.reading import iter_reverse

@@ -1,8 +1,8 @@
 """Retention of whole sessions: `retain --from TRANSCRIPT`, the queue, `retain --queued`.
 
 `retain_transcript` parses a transcript (`bank.transcripts`), asks the model for candidate facts
-(`bank.extraction`, the only anthropic importer) and writes them, deduped, into the agent's
-bank, all or none. `plan` shows what would be sent without any key or request.
+(`bank.extraction`, through `bank.llm`, the only anthropic importer) and writes them, deduped,
+into the agent's bank, all or none. `plan` shows what would be sent without any key or request.
 
 The session-end hook cannot wait for a model, and may run without a key: it *queues* the
 session instead. A queued session is the parsed, redacted transcript (no raw JSONL, no secret)

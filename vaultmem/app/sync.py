@@ -36,6 +36,7 @@ DRIVERS = {
     "vaultmem-index": "index",
     "vaultmem-state": "state",
     "vaultmem-checkpoint": "checkpoint",
+    "vaultmem-snapshot": "snapshot",
 }
 _OFFLINE = re.compile(
     r"Could not resolve host|unable to access|Connection refused|Could not read from remote"

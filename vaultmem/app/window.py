@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.app.inbox import entry_head, status_note
+from vaultmem.app.sections import Item as PackItem
 from vaultmem.app.sections import Section, fence
 from vaultmem.core import clock
 from vaultmem.core.vault import Vault
@@ -176,6 +177,14 @@ def log_sections(
         data, line = shown(e)
         new_data.append(data)
         lines.append(line)
+
+    def items(shown_entries: list[entry.Entry], texts: list[str]) -> tuple[PackItem, ...]:
+        """What a budget may cut one by one (app/importance.py scores them)."""
+        return tuple(
+            PackItem(e.id, t, e.type, e.time, acked=int(e.id in acked or e.id in resolutions))
+            for e, t in zip(shown_entries, texts, strict=True)
+        )
+
     if cursor is None:
         intro = f"First read: the latest {len(others)} entries from other agents."
     else:
@@ -199,6 +208,7 @@ def log_sections(
             rel,
             30,
             ids=tuple(e.id for e in others),
+            items=items(others, lines),
         )
     )
     if own:
@@ -212,6 +222,7 @@ def log_sections(
                 rel,
                 40,
                 ids=tuple(e.id for e in own),
+                items=items(own, [line for _d, line in own_shown]),
             )
         )
     return sections, unseen.next_cursor(newest)

@@ -44,6 +44,7 @@ class Planned:
     supersedes_name: str | None = None  # the memory that would be retired
     reason: str | None = None
     claimed_author: str | None = None  # a frontmatter `author:` that is not the folder's
+    consolidates: tuple[str, ...] = ()  # memories a consolidation proposal replaces
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -56,6 +57,11 @@ class Planned:
                 lines.append(
                     f"  SUPERSEDES {self.supersedes} ({self.supersedes_name or 'unknown'}),"
                     " which would be marked superseded"
+                )
+            if self.consolidates:
+                lines.append(
+                    f"  CONSOLIDATES {', '.join(self.consolidates)}: each would be marked "
+                    "superseded by the new memory"
                 )
         else:
             lines.append(f"  reason: {self.reason}")
@@ -117,6 +123,7 @@ def _plan(vault: Vault, path: Path, note: notes.Note, who: str) -> Planned | Non
             name=fact.name,
             supersedes=sup,
             supersedes_name=sup_name,
+            consolidates=fact.consolidates,
             **common,
         )
     if fact.status == "rejected" and not meta.get("rejected_at"):

@@ -1,14 +1,13 @@
-"""The only module that imports `anthropic`: candidate facts from a session transcript.
+"""Candidate facts from a session transcript (the model call itself is `bank.llm`).
 
 `extract_facts` numbers a parsed transcript's units (the turns of a Claude Code or Codex session,
 see `bank.transcripts`, or the lines of plain text), cuts them into chunks of whole units, and
 asks the model (forced tool use: the reply is a `record_facts` call whose input follows a JSON
 schema) for the facts worth keeping, each with its type, text and the units it rests on. Every
 chunk goes through `secrets.redact_outbound` before it is sent. The instructions and
-the tool definition never change between calls, so they come first and carry `cache_control`:
-later chunks (and sessions within the cache lifetime) read them from the prompt cache, once the
-prefix reaches the model's minimum cacheable length (4,096 tokens for Haiku 4.5; below it the
-marker is ignored at no cost).
+the tool definition never change between calls, so they come first and carry `cache_control`
+(`bank.llm`): later chunks (and sessions within the cache lifetime) read them from the prompt
+cache, once the prefix reaches the model's minimum cacheable length.
 
 All chunks are extracted before anything is returned: an API error, a timeout or a malformed
 reply on chunk 3 of 4 fails the whole call, and the caller writes nothing. The SDK retries what
@@ -22,11 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vaultmem.bank import llm
 from vaultmem.bank.model import BANK_TYPES as FACT_TYPES
 from vaultmem.bank.model import MAX_TEXT
 from vaultmem.bank.transcripts import Transcript, TranscriptFormat
 from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
-from vaultmem.core.errors import LLMError, UsageError
+from vaultmem.core.errors import UsageError
 from vaultmem.core.secrets import Finding, redact_outbound
 from vaultmem.core.tags import is_tag
 
@@ -82,7 +82,6 @@ TOOL: dict[str, Any] = {
         },
         "required": ["facts"],
     },
-    "cache_control": {"type": "ephemeral"},
 }
 
 
@@ -193,96 +192,16 @@ def plan_chunks(transcript: Transcript, settings: LLMSettings) -> list[Chunk]:
     return out
 
 
-def _client(settings: LLMSettings, api_key: str, base_url: str | None) -> Any:
-    import anthropic
-
-    return anthropic.Anthropic(
-        api_key=api_key,
-        base_url=base_url,
-        max_retries=settings.max_retries,
-        timeout=settings.timeout,
-    )
-
-
-def _call(client: Any, settings: LLMSettings, user_text: str) -> Any:
-    import anthropic
-
-    try:
-        return client.messages.create(
-            model=settings.model,
-            max_tokens=settings.max_tokens,
-            system=[{"type": "text", "text": INSTRUCTIONS, "cache_control": {"type": "ephemeral"}}],
-            tools=[TOOL],
-            tool_choice={"type": "tool", "name": TOOL_NAME},
-            messages=[{"role": "user", "content": user_text}],
-        )
-    except anthropic.AuthenticationError as exc:
-        raise LLMError(
-            "the Anthropic API rejected the key (401 authentication error); nothing was written",
-            f"check {ENV_ANTHROPIC_KEY}",
-        ) from exc
-    except anthropic.PermissionDeniedError as exc:
-        raise LLMError(
-            f"the Anthropic API refused the request (403): {_api_message(exc)}; nothing was written",
-            f"check that the key may use model {settings.model!r}",
-        ) from exc
-    except anthropic.APITimeoutError as exc:
-        raise LLMError(
-            f"the Anthropic API did not answer within {settings.timeout:g}s "
-            f"(after {settings.max_retries} retries); nothing was written",
-            "try again later, or raise [llm] timeout in vaultmem.toml",
-        ) from exc
-    except anthropic.APIConnectionError as exc:
-        raise LLMError(
-            f"cannot reach the Anthropic API: {exc}; nothing was written",
-            "check the network (and ANTHROPIC_BASE_URL if you set it)",
-        ) from exc
-    except anthropic.APIStatusError as exc:
-        retried = (
-            " after retries" if exc.status_code in (408, 409, 429) or exc.status_code >= 500 else ""
-        )
-        raise LLMError(
-            f"the Anthropic API answered {exc.status_code}{retried}: {_api_message(exc)}; "
-            "nothing was written",
-            "try again later" if retried else "see the message above",
-        ) from exc
-
-
-def _api_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-    return str(getattr(exc, "message", exc))
-
-
 def _parse_reply(
     reply: Any, transcript: Transcript, first: int, last: int, skipped: list[str]
 ) -> list[Candidate]:
     """The facts in one reply; a reply without a well-formed tool call raises LLMError."""
-    if getattr(reply, "stop_reason", None) == "max_tokens":
-        raise LLMError(
-            "the model's reply was cut off at max_tokens; nothing was written",
-            "raise [llm] max_tokens or lower [llm] chunk_chars in vaultmem.toml",
-        )
-    calls = [
-        b
-        for b in getattr(reply, "content", None) or []
-        if getattr(b, "type", None) == "tool_use" and getattr(b, "name", None) == TOOL_NAME
-    ]
-    if not calls:
-        raise LLMError(
-            f"the model's reply was malformed (no {TOOL_NAME} call); nothing was written",
-            "try again; if it keeps happening, try another [llm] model",
-        )
-    data = calls[0].input
-    facts = data.get("facts") if isinstance(data, dict) else None
+    data = llm.tool_input(
+        reply, TOOL_NAME, "raise [llm] max_tokens or lower [llm] chunk_chars in vaultmem.toml"
+    )
+    facts = data.get("facts")
     if not isinstance(facts, list):
-        raise LLMError(
-            "the model's reply was malformed ('facts' is not a list); nothing was written",
-            "try again; if it keeps happening, try another [llm] model",
-        )
+        raise llm.malformed("'facts' is not a list")
     out = []
     for i, item in enumerate(facts, 1):
         if not isinstance(item, dict):
@@ -337,38 +256,28 @@ def extract_facts(
     """Ask the model for candidate facts in a transcript. All chunks or an LLMError (exit 7).
 
     Long sessions are cut into chunks of whole turns (or lines), never refused."""
-    if not api_key:
-        raise LLMError(
-            f"retain --from needs an Anthropic API key and {ENV_ANTHROPIC_KEY} is not set",
-            f"export {ENV_ANTHROPIC_KEY}=... (see what would be sent with --dry-run; or retain "
-            "facts one by one: vaultmem retain TEXT --type T)",
-        )
+    key = llm.require_key(
+        api_key,
+        "retain --from",
+        f"export {ENV_ANTHROPIC_KEY}=... (see what would be sent with --dry-run; or retain "
+        "facts one by one: vaultmem retain TEXT --type T)",
+    )
     if not any(u.strip() for u in transcript.units):
         raise UsageError(
             "the transcript is empty (no dialogue found)",
             "pass a file with the session, or '-' for stdin",
         )
     chunks = plan_chunks(transcript, settings)
-    client = _client(settings, api_key, base_url)
+    sess = llm.session(settings, key, base_url)
     skipped: list[str] = []
     found: list[Candidate] = []
-    usage: dict[str, int] = {}
     for chunk in chunks:
-        reply = _call(client, settings, chunk.text)
+        reply = llm.call(sess, INSTRUCTIONS, TOOL, chunk.text)
         found += _parse_reply(reply, transcript, chunk.first, chunk.last, skipped)
-        for key in (
-            "input_tokens",
-            "output_tokens",
-            "cache_creation_input_tokens",
-            "cache_read_input_tokens",
-        ):
-            value = getattr(getattr(reply, "usage", None), key, None)
-            if isinstance(value, int):
-                usage[key] = usage.get(key, 0) + value
     return Extraction(
         candidates=tuple(found),
         skipped=tuple(skipped),
         chunks=len(chunks),
         model=settings.model,
-        usage=usage,
+        usage=sess.usage,
     )

@@ -76,11 +76,14 @@ class BankFact:
     reason: str | None = None
     memory: str | None = None  # wikilink to the memory it became
     quote: str = ""  # the evidence section (transcript lines), if any
+    consolidates: tuple[str, ...] = ()  # memories a `vaultmem consolidate` proposal replaces
+    consolidation: str | None = None  # "merge" (near-duplicates) or "supersede" (contradiction)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["sources"] = list(self.sources)
         out["tags"] = list(self.tags)
+        out["consolidates"] = list(self.consolidates)
         return out
 
 
@@ -181,6 +184,10 @@ class PendingBlock:
     facts: tuple[PendingFact, ...]
     total: int  # all of the agent's pending facts, shown or not
 
+    def lines(self) -> list[str]:
+        """The line of each fact in `text`, in the order of `facts`."""
+        return [ln for ln in self.text.splitlines() if ln.startswith("- [unreviewed ")]
+
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "facts": [f.to_dict() for f in self.facts]}
 
@@ -258,4 +265,6 @@ def fact_from_note(vault: Vault, path: Path, note: notes.Note) -> BankFact:
         reason=str(meta["reason"]) if meta.get("reason") else None,
         memory=str(meta["memory"]) if meta.get("memory") else None,
         quote=quote,
+        consolidates=as_list(meta.get("consolidates")),
+        consolidation=str(meta["consolidation"]) if meta.get("consolidation") else None,
     )

@@ -149,6 +149,9 @@ def approve_one(
 ) -> Decision:
     refuse_self_review(fact, reviewer)
     scope = choose(facts.Scope, scope, "scope")
+    if fact.consolidates:
+        # a consolidation keeps the scope of the memories it replaces, and replaces them all
+        scope, supersedes = _consolidated_scope(vault, fact), fact.consolidates[0]
     stamp = clock.stamp()
     extra: dict[str, Any] = {
         "approved_by": reviewer,
@@ -162,6 +165,8 @@ def approve_one(
         extra["tags"] = list(fact.tags)
     if fact.valid_until:
         extra["valid_until"] = fact.valid_until
+    if fact.consolidates:
+        extra["consolidates"] = list(fact.consolidates)
     made = facts.remember(
         vault,
         fact.text,
@@ -190,10 +195,36 @@ def approve_one(
     except BaseException:
         facts.forget(vault, made.id)  # never leave a memory whose bank note still says pending
         raise
+    for other in fact.consolidates[1:]:
+        facts.mark_superseded(vault, other, made)
     logged, warning = _decision_log(vault, after, reviewer, made)
     if logged:
         after = store.set_status(vault, path, {"decision_id": logged})
     return Decision("approved", after, reviewer, made, logged, (warning,) if warning else ())
+
+
+def _consolidated_scope(vault: Vault, fact: model.BankFact) -> str:
+    """`agent` when the memories a consolidation replaces are the author's own, else `shared`;
+    every one of them must still be active (UsageError otherwise: reject the proposal)."""
+    owners = set()
+    for ref in fact.consolidates:
+        path, note = facts.find_fact(vault, ref)
+        notes.require_ok(note, path)
+        status = str(note.meta.get("status") or "active")
+        if status != "active":
+            raise UsageError(
+                f"{fact.id} consolidates {ref}, which is {status} now",
+                f"reject it: vaultmem promote reject {fact.id} --why 'already changed'",
+            )
+        parts = vault.rel(path).split("/")
+        owners.add(parts[1] if parts[0] == "agents" else None)
+    if owners == {fact.author}:
+        return "agent"
+    if owners == {None}:
+        return "shared"
+    raise UsageError(
+        f"{fact.id} consolidates memories of different scopes", "reject it and merge them by hand"
+    )
 
 
 def approve(

@@ -49,7 +49,13 @@ def render_queue(items: Sequence[QueueItem], status: str) -> None:
             f.author,
             str(f.evidence),
             escape(f.text if len(f.text) <= 120 else f.text[:119] + "…"),
-            escape(f"{near.name} ({near.score:.2f})") if near else "",
+            escape(
+                f"replaces {', '.join(f.consolidates)}"
+                if f.consolidates
+                else f"{near.name} ({near.score:.2f})"
+                if near
+                else ""
+            ),
         )
     out.print(table)
     if status == "pending":
@@ -73,6 +79,11 @@ def render_card(item: QueueItem, n: int, total: int, screen: Console = out) -> N
         lines.append(f"[bold]valid until[/] {escape(f.valid_until)}")
     if f.may_supersede:
         lines.append(f"[yellow]may supersede {escape(f.may_supersede)}[/]")
+    if f.consolidates:
+        lines.append(
+            f"[yellow]consolidates {escape(', '.join(f.consolidates))} "
+            f"({escape(f.consolidation or 'merge')}): approving replaces them with this one[/]"
+        )
     if f.quote:
         lines += ["", "[dim]" + escape(f.quote) + "[/]"]
     title = f"[{n}/{total}] {f.id} · {f.type} · {f.path}"
@@ -160,7 +171,9 @@ def interactive_review(vault: Vault, reviewer: str, *, to_stderr: bool = False) 
                 n += 1
                 continue
             if key == "a":
-                scope = _ask("Scope", screen, choices=["shared", "agent"], default="shared")
+                scope: str | None = "shared"  # a consolidation keeps its memories' scope
+                if not item.fact.consolidates:
+                    scope = _ask("Scope", screen, choices=["shared", "agent"], default="shared")
                 name = _ask("Name", screen, default=item.fact.name) if scope else None
                 if scope is None or name is None:
                     quit_ = True

@@ -86,6 +86,68 @@ class LLMSettings:
 
 
 @dataclass(frozen=True)
+class DigestSettings:
+    """`vaultmem digest` and `compact`, and the digests the read pack shows."""
+
+    period: str = setting("week", choices=("week", "month"))  # the default --period
+    max_items: int = setting(25, 1, 100_000)  # statements per digest section before "N more"
+    entry_chars: int = setting(400, 50, 100_000)  # characters of an entry's body sent to a model
+    pack_periods: int = setting(2, 0, 1000)  # digests the read pack shows (0: none)
+    pack_chars: int = setting(1200, 100, 1_000_000)  # characters of one digest in the read pack
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """`vaultmem profile`: the compact profile built from approved memory."""
+
+    max_lines: int = setting(40, 1, 10_000)  # lines of one profile
+    per_group: int = setting(8, 1, 10_000)  # lines per group in the offline profile
+    pack_chars: int = setting(3000, 100, 1_000_000)  # characters of one profile in the read pack
+
+
+@dataclass(frozen=True)
+class ImportanceSettings:
+    """The weights of an item's importance in the read pack (README: Importance and decay).
+
+    score = (type weight + evidence * ln(evidence) + used * ln(1 + uses))
+            * (floor + (1 - floor) * 0.5 ** (age in days / half_life_days))
+    """
+
+    decision: float = setting(3.0, 0, 100)
+    failure: float = setting(2.5, 0, 100)
+    preference: float = setting(2.5, 0, 100)
+    user: float = setting(2.0, 0, 100)
+    feedback: float = setting(2.0, 0, 100)
+    project: float = setting(1.5, 0, 100)
+    reference: float = setting(1.0, 0, 100)
+    fact: float = setting(1.0, 0, 100)
+    handoff: float = setting(2.0, 0, 100)
+    question: float = setting(1.5, 0, 100)
+    alert: float = setting(2.0, 0, 100)
+    fix: float = setting(1.5, 0, 100)
+    answer: float = setting(1.0, 0, 100)
+    state: float = setting(0.8, 0, 100)
+    note: float = setting(0.5, 0, 100)
+    resolve: float = setting(0.5, 0, 100)
+    ack: float = setting(0.2, 0, 100)
+    digest: float = setting(1.5, 0, 100)
+    pending: float = setting(0.5, 0, 100)  # an unreviewed fact, whatever its type
+    evidence: float = setting(0.5, 0, 100)  # per natural log of the evidence count
+    used: float = setting(0.5, 0, 100)  # per natural log of 1 + times it was used
+    half_life_days: float = setting(30.0, 0.01, 100_000)
+    floor: float = setting(0.25, 0, 1)  # what is left of a very old item's weight
+
+
+@dataclass(frozen=True)
+class ConsolidateSettings:
+    """`vaultmem consolidate`: which approved memories are proposed for merging."""
+
+    duplicate: float = setting(0.8, 0, 1)  # word similarity of near-duplicates
+    contradict: float = setting(0.5, 0, 1)  # of a pair whose numbers or negation differ
+    semantic: float = setting(0.92, 0, 1)  # cosine of near-duplicates (semantic extra)
+
+
+@dataclass(frozen=True)
 class BankSettings:
     prune_after_days: int = setting(60, 0, 100_000)
     duplicate_threshold: float = setting(0.85, 0, 1)
@@ -149,6 +211,10 @@ class Config:
     working: WorkingSettings = field(default_factory=WorkingSettings)
     receipts: ReceiptSettings = field(default_factory=ReceiptSettings)
     hooks: HookSettings = field(default_factory=HookSettings)
+    digest: DigestSettings = field(default_factory=DigestSettings)
+    profile: ProfileSettings = field(default_factory=ProfileSettings)
+    importance: ImportanceSettings = field(default_factory=ImportanceSettings)
+    consolidate: ConsolidateSettings = field(default_factory=ConsolidateSettings)
 
 
 def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
@@ -280,6 +346,10 @@ def parse_config(text: str, path: Path) -> Config:
         working=_section(WorkingSettings, raw.get("working"), "working", path),
         receipts=_section(ReceiptSettings, raw.get("receipts"), "receipts", path),
         hooks=_section(HookSettings, raw.get("hooks"), "hooks", path),
+        digest=_section(DigestSettings, raw.get("digest"), "digest", path),
+        profile=_section(ProfileSettings, raw.get("profile"), "profile", path),
+        importance=_section(ImportanceSettings, raw.get("importance"), "importance", path),
+        consolidate=_section(ConsolidateSettings, raw.get("consolidate"), "consolidate", path),
     )
     return _check_values(config, path)
 

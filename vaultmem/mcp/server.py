@@ -359,6 +359,22 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         me(v)
         return dict(vault_status(v).to_dict())
 
+    def profile() -> dict[str, Any]:
+        """The compact profile built from approved memory: the shared one and your own, as
+        markdown (each line cites the memory it comes from), and whether it is stale."""
+        from vaultmem.app.profile import read_profile, stale
+
+        v = vault()
+        agent = me(v)
+        out = {}
+        for scope in (None, agent):
+            found = read_profile(v, scope)
+            if found is not None:
+                path, note = found
+                built = str(note.meta.get("sources") or "")
+                out[v.rel(path)] = {"markdown": note.body.strip(), "stale": stale(v, scope, built)}
+        return {"profiles": out}
+
     for fn, hints in (
         (read, ADDS),  # moves the agent's read cursor
         (append, ADDS),
@@ -371,6 +387,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         (retain, ADDS),
         (memories, READS),
         (status, READS),
+        (profile, READS),
     ):
         server.tool(name=fn.__name__, description=fn.__doc__, annotations=hints)(_tool_errors(fn))
     from vaultmem.mcp.coord import coordination_tools

@@ -193,7 +193,8 @@ def fact_files(vault: Vault) -> Iterator[tuple[Path, str | None]]:
     for folder, agent in folders:
         if folder.is_dir():
             for path in sorted(folder.glob("*.md")):
-                if path.name != "MEMORY.md" and not path.name.startswith("."):
+                # MEMORY.md is the index, PROFILE.md the profile built from the facts
+                if path.name not in ("MEMORY.md", "PROFILE.md") and not path.name.startswith("."):
                     yield path, agent
 
 
@@ -361,6 +362,24 @@ def _mark_inactive(
     )
     atomic_write(path, new_text)
     atomic_write(index_path, with_line_retracted(index_text, target, why, fallback))
+
+
+def mark_superseded(vault: Vault, ref: str, by: Fact) -> Fact:
+    """Keep the note of `ref`, mark it superseded by `by` (an existing fact), and move its
+    index line under '## Retracted': what `remember --supersedes` does to one older fact, for
+    the others a consolidation replaces."""
+    with _index_lock(vault):
+        path, note = find_fact(vault, ref)
+        notes.require_ok(note, path)
+        stamp = clock.stamp()
+        _mark_inactive(
+            vault,
+            path,
+            note,
+            {"status": "superseded", "superseded_by": by.id, "updated": stamp},
+            f"superseded by [[{by.path.removesuffix('.md')}|{by.name}]] on {stamp[:10]}",
+        )
+        return _fact_from(vault, path, notes.read(path))
 
 
 def retract(vault: Vault, ref: str, *, why: str) -> Fact:

@@ -434,6 +434,11 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
         checked.update(c)
         problems += p
     memo.save()
+    from vaultmem.nexus.digests import verify_digests  # nexus/digests/*.md (vaultmem digest)
+
+    c, p = verify_digests(vault, keys)
+    checked.update(c)
+    problems += p
     return VerifyReport(checked, tuple(problems))
 
 

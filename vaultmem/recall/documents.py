@@ -85,7 +85,8 @@ def kind_of(rel: str) -> tuple[str, str]:
     parts = rel.split("/")
     lower = [p.lower() for p in parts]
     if parts[0] == "memory" and len(parts) == 2:
-        return ("note" if lower[1] == "memory.md" else "memory"), ""
+        # the index and the profile built from the facts are pages about facts, not facts
+        return ("note" if lower[1] in ("memory.md", "profile.md") else "memory"), ""
     if parts[0] == "nexus":
         if rel == "nexus/live-context.md" or (len(parts) >= 3 and parts[1] == "archive"):
             return "log", ""

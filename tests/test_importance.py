@@ -1,0 +1,141 @@
+"""Importance and decay: the score, and `read --budget` keeping the highest-scoring items."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from tests._layer3_helpers import fresh_vault, make_keys, set_toml
+from vaultmem.app import importance, receipts
+from vaultmem.app.sections import Item, Section
+from vaultmem.core.config import ImportanceSettings
+from vaultmem.core.vault import Vault
+from vaultmem.nexus import log
+
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+
+
+def test_the_score_follows_type_evidence_use_and_age() -> None:
+    s = ImportanceSettings()
+
+    def score(kind: str, time: str | None = "2026-11-30T12:00:00Z", **kw: int) -> float:
+        return importance.score(s, kind, time=time, now=NOW, **kw)
+
+    assert score("decision") > score("failure") > score("fix") > score("note") > score("ack")
+    assert score("preference", evidence=4) > score("preference")
+    assert score("fact", used=3) > score("fact")
+    month = score("decision", "2026-10-31T12:00:00Z")  # one half-life old
+    assert month == pytest.approx(3.0 * (0.25 + 0.75 * 0.5), abs=1e-3)
+    ancient = score("decision", "2016-11-30T12:00:00Z")
+    assert ancient == pytest.approx(3.0 * 0.25, abs=1e-3)  # never below the floor
+    assert score("decision", None) == 3.0  # no time: no decay
+    assert score("something-else") == s.fact
+
+
+def test_fit_cuts_items_lowest_score_first_then_drops_sections() -> None:
+    items = tuple(Item(f"e{i}", f"- entry {i} " + "x" * 40, score=float(i)) for i in range(1, 7))
+    listed = Section(
+        "new",
+        "New",
+        "intro\n" + "\n".join(i.text for i in items),
+        {"entries": [{"id": i.id} for i in items]},
+        priority=30,
+        items=items,
+    )
+    whole = Section("state", "State", "y" * 400, priority=50)
+    ident = Section("identity", "Identity", "me", priority=0)
+    budget = ident.tokens + listed.tokens - 20
+    kept, dropped, sizes, cut = importance.fit([ident, listed, whole], budget)
+    assert dropped == ("state",) and set(sizes) == {"state"}  # the lower-priority block first
+    n = len(cut["new"])  # then the lowest-scoring items
+    assert n >= 2 and cut == {"new": [f"e{i}" for i in range(1, n + 1)]}
+    shown = next(s for s in kept if s.key == "new")
+    assert "entry 1 " not in shown.text and "entry 6 " in shown.text
+    assert f"({n} more not shown: cut to fit the budget" in shown.text
+    assert [e["id"] for e in shown.data["entries"]] == [f"e{i}" for i in range(n + 1, 7)]
+    assert sum(s.tokens for s in kept) <= budget
+
+
+def test_receipts_count_as_use(vault: Path) -> None:
+    v = Vault.open(vault)
+    a = Item("memory/a.md", "- a", path="memory/project-orbit.md")
+    b = Item("memory/b.md", "- b", path="memory/who-owns-what.md")
+    section = Section("memory", "Memory", "x\n- a\n- b", items=(a, b), priority=60)
+    (before,) = importance.rate(v, "ella", [section], NOW)
+    receipts.record(v, "ella", "recall", [], ["memory/who-owns-what.md:3-9"] * 1)
+    receipts.record(v, "ella", "recall", [], ["memory/who-owns-what.md:3-9"])
+    (after,) = importance.rate(v, "ella", [section], NOW)
+    assert before.items[0].score == pytest.approx(before.items[1].score, rel=0.5)
+    assert after.items[1].score > before.items[1].score
+    assert after.items[0].score == before.items[0].score
+
+
+@pytest.fixture
+def busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("VAULTMEM_NOW", "2026-11-30T12:00:00Z")
+    root = fresh_vault(tmp_path)
+    v = make_keys(root)
+    for n in range(12):
+        log.append(
+            v,
+            "lyra",
+            f"Routine note number {n} about the calendar",
+            time=f"2026-11-30T09:{n:02d}:00.000Z",
+        )
+    log.append(
+        v,
+        "lyra",
+        "Capacity check counts pending bookings",
+        type_="fix",
+        time="2026-11-30T09:30:00.000Z",
+    )
+    log.append(
+        v, "lyra", "Prices are integer cents", type_="decision", extra={"decision": "lyra.d1"},
+        time="2026-11-30T09:31:00.000Z",
+    )  # fmt: skip
+    return root
+
+
+def _pack(root: Path, *args: str) -> dict:  # type: ignore[type-arg]
+    res = run_cli("read", "--vault", str(root), "--agent", "ella", "--peek", "--json", *args)
+    assert res.exit_code == 0, res.stderr
+    return json.loads(res.stdout)  # type: ignore[no-any-return]
+
+
+def _budget_for_half_the_entries(root: Path) -> int:
+    full = _pack(root)
+    above = sum(s["tokens"] for s in full["sections"].values() if s["priority"] < 30)
+    return above + full["sections"]["new_entries"]["tokens"] // 2
+
+
+def test_read_budget_keeps_the_highest_scoring_entries(busy: Path) -> None:
+    budget = _budget_for_half_the_entries(busy)
+    small = _pack(busy, "--budget", str(budget))
+    assert small["tokens"] <= budget
+    assert {"memory", "agent_memory", "project_state"} <= set(small["dropped"])
+    kept = [e["id"] for e in small["sections"]["new_entries"]["data"]["entries"]]
+    cut = small["cut"]["new_entries"]
+    assert "lyra.13" in kept and "lyra.14" in kept  # the fix and the decision stay
+    assert cut and all(int(i.split(".")[1]) <= 12 for i in cut)  # routine notes go first
+    assert cut[0] == "lyra.1"  # the oldest of equal notes first
+    res = run_cli(
+        "read", "--vault", str(busy), "--agent", "ella", "--peek", "--budget", str(budget)
+    )
+    assert (
+        f"Cut to fit the budget, lowest importance first: {len(cut)} from New on the live log"
+        in res.stdout
+    )
+
+
+def test_weights_are_settings(busy: Path) -> None:
+    set_toml(busy, "importance", "note", "9.0")
+    budget = _budget_for_half_the_entries(busy)
+    small = _pack(busy, "--budget", str(budget))
+    assert "lyra.13" in small["cut"]["new_entries"]  # now the fix is worth less than a note
+    set_toml(busy, "importance", "half_life_days", "0")
+    res = run_cli("read", "--vault", str(busy), "--agent", "ella", "--peek")
+    assert res.exit_code == 3 and "half_life_days" in res.stderr
