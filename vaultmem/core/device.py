@@ -9,13 +9,13 @@ vault was made on) keeps plain ids, `ella.12`; another machine's chain carries i
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 from pathlib import Path
 
 from vaultmem.core import config
 from vaultmem.core.errors import VaultmemError
+from vaultmem.core.fsio import create_private
 
 DEVICE_RE = re.compile(r"[a-z2-7]{4}")
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
@@ -34,15 +34,8 @@ def device_id(*, create: bool = True) -> str | None:
         return None
     made = "".join(secrets.choice(_ALPHABET) for _ in range(4))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, made.encode("ascii") + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except FileExistsError:
-        return device_id(create=False) or made  # another process made it first
+        if not create_private(path, made.encode("ascii") + b"\n"):
+            return device_id(create=False) or made  # another process made it first
     except OSError as exc:
         raise VaultmemError(
             f"cannot write this machine's device id {path}: {exc.strerror}",
@@ -67,20 +60,13 @@ def memo_secret() -> bytes | None:
             pass
         except OSError:
             return None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            continue  # another process made it first: read theirs
-        except OSError:
-            return None
         made = secrets.token_bytes(32)
         try:
-            os.write(fd, made)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return made
+            if create_private(path, made):
+                return made
+        except OSError:
+            return None
+        # another process made it first: read theirs
     return None
 
 

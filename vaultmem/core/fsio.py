@@ -128,6 +128,23 @@ def append_line(path: Path, data: bytes) -> None:
         raise write_error(path, exc) from exc
 
 
+def create_private(path: Path, data: bytes) -> bool:
+    """Create a file only its owner can read (mode 0600), fsynced: the private keys, the device
+    id and the memo secret in VAULTMEM_HOME, outside the vault. False (nothing written) when it
+    already exists; any other failure raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
 def create_exclusive(path: Path, data: str) -> bool:
     """Write a new file; return False (and write nothing) when it already exists."""
     if path.exists() or path.is_symlink():

@@ -18,6 +18,7 @@ name the key that signed them. Reading the keys file needs no YAML and no crypto
 from __future__ import annotations
 
 import base64
+import errno
 import functools
 import hashlib
 import os
@@ -28,7 +29,7 @@ from typing import Any
 
 from vaultmem.core import clock, config
 from vaultmem.core.errors import IntegrityError, VaultmemError
-from vaultmem.core.fsio import atomic_write
+from vaultmem.core.fsio import atomic_write, create_private
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault, validate_name
 
@@ -307,12 +308,8 @@ def create_key(vault: Vault, agent: str) -> KeyInfo:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(path.parent, 0o700)
         os.chmod(path.parent.parent, 0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, base64.b64encode(seed) + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if not create_private(path, base64.b64encode(seed) + b"\n"):
+            raise FileExistsError(errno.EEXIST, "a key with this id exists", str(path))
     except OSError as exc:
         raise VaultmemError(
             f"cannot write the private key {path}: {exc.strerror}",
