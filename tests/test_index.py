@@ -324,6 +324,11 @@ def test_an_appended_log_is_indexed_as_a_full_rebuild_would(vault: Path, tmp_pat
         steps += 1
         refresh.refresh(_v(vault))
         assert _log_docs(vault) == _rebuilt_docs(vault, tmp_path), f"step {steps}"
+        got = manifest.load_manifest(_v(vault))
+        assert got is not None
+        mark = got.logs.get("nexus/live-context.md")
+        if mark is not None:  # the mark names exactly the bytes indexed
+            assert mark.digest == documents.content_hash(live.read_bytes()[: mark.nbytes])
 
     for i in range(3):
         log.append(v, "ella", f"appended entry {i} about quokkas")

@@ -131,7 +131,10 @@ def read_limit(rel: str, max_bytes: int) -> int:
 
 
 def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return hashlib.blake2b(data, digest_size=CONTENT_HASH_BYTES).hexdigest()
+
+
+CONTENT_HASH_BYTES = 16
 
 
 def read_prefix(path: Path, limit: int) -> tuple[bytes, bool]:
@@ -379,18 +382,27 @@ def read_documents(
         return None
     except OSError as exc:
         return [], [("unreadable", f"cannot read: {exc.strerror}")], b""
+    text, problems = _screen(data, truncated, max_bytes)
+    if text is None:
+        return [], problems, data
+    docs, found = documents(rel, text, mtime_ns=mtime_ns)
+    return docs, problems + found, data
+
+
+def _screen(data: bytes, truncated: bool, limit: int) -> tuple[str | None, list[tuple[str, str]]]:
+    """A file's text and what is wrong with its bytes (cut at `limit`, not UTF-8); no text for
+    a binary file."""
     if b"\x00" in data[:BINARY_SNIFF]:
-        return [], [("binary", "binary content in a .md file: not indexed")], data
+        return None, [("binary", "binary content in a .md file: not indexed")]
     text, bad = _decode(data, truncated)
-    docs, problems = documents(rel, text, mtime_ns=mtime_ns)
-    if bad:
-        problems.insert(0, ("bad-encoding", bad))
+    problems = []
     if truncated:
-        problems.insert(
-            0,
-            ("truncated", f"larger than {max_bytes:,} bytes: only the first {max_bytes:,} indexed"),
+        problems.append(
+            ("truncated", f"larger than {limit:,} bytes: only the first {limit:,} indexed")
         )
-    return docs, problems, data
+    if bad:
+        problems.append(("bad-encoding", bad))
+    return text, problems
 
 
 @dataclass(frozen=True)
@@ -432,29 +444,22 @@ def read_log(vault: Vault, rel: str, max_bytes: int, mark: LogMark | None) -> Lo
         return None
     except OSError as exc:
         return LogRead([], 0, [("unreadable", f"cannot read: {exc.strerror}")], b"", None)
-    resume = (
-        mark is not None
-        and not truncated
-        and len(data) >= mark.nbytes
-        and content_hash(data[: mark.nbytes]) == mark.digest
-    )
+    view = memoryview(data)
+    # the hash of the bytes before the mark, continued over the rest: one pass over the file
+    hasher = None
+    if mark is not None and not truncated and len(data) >= mark.nbytes:
+        prefix = hashlib.blake2b(view[: mark.nbytes], digest_size=CONTENT_HASH_BYTES)
+        if prefix.hexdigest() == mark.digest:
+            hasher = prefix
     problems: list[tuple[str, str]] = []
-    if resume:
+    if hasher is not None:
         assert mark is not None
         start, first, lines = mark.nbytes, mark.docs, mark.lines
     else:
         start = first = lines = 0
-        if b"\x00" in data[:BINARY_SNIFF]:
-            return LogRead(
-                [], 0, [("binary", "binary content in a .md file: not indexed")], data, None
-            )
-        text, bad = _decode(data, truncated)
-        if truncated:
-            problems.append(
-                ("truncated", f"larger than {limit:,} bytes: only the first {limit:,} indexed")
-            )
-        if bad:
-            problems.append(("bad-encoding", bad))
+        text, problems = _screen(data, truncated, limit)
+        if text is None:
+            return LogRead([], 0, problems, data, None)
         if notes.parse(text[:BINARY_SNIFF]).error:
             problems.append(("broken-frontmatter", "frontmatter cannot be read; entries indexed"))
     tail = data[start:]
@@ -464,5 +469,10 @@ def read_log(vault: Vault, rel: str, max_bytes: int, mark: LogMark | None) -> Lo
     new_mark = None
     if clean:
         total = lines + len(tail.splitlines())
-        new_mark = LogMark(len(data), first + len(docs), total, content_hash(data))
+        if hasher is None:
+            digest = content_hash(data)
+        else:
+            hasher.update(view[start:])
+            digest = hasher.hexdigest()
+        new_mark = LogMark(len(data), first + len(docs), total, digest)
     return LogRead(docs, first, problems, data, new_mark)
