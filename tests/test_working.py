@@ -23,24 +23,33 @@ def vault(tmp_path: Path) -> Path:
     return fresh_vault(tmp_path)
 
 
-def wm(vault: Path, *args: str, now: str | None = None) -> Any:
+def wm_at(vault: Path, *args: str, now: str | None = None) -> Any:
     with pytest.MonkeyPatch.context() as mp:
         if now:
             mp.setenv("VAULTMEM_NOW", now)
         return run_cli("wm", *args, "--vault", str(vault))
 
 
-def wm_json(vault: Path, *args: str, now: str | None = None) -> Any:
-    res = wm(vault, *args, "--json", now=now)
+def wm_json_at(vault: Path, *args: str, now: str | None = None) -> Any:
+    res = wm_at(vault, *args, "--json", now=now)
     assert res.exit_code == 0, (res.stdout, res.stderr)
     return json.loads(res.stdout)
 
 
+wm, wm_json = wm_at, wm_json_at
+
+
 def test_set_get_list_del(vault: Path) -> None:
-    res = wm(vault, "set", "current-task", "refunds in cents", "--agent", "ella", now=T0)
+    # every call at one fixed moment: the TTL is measured from T0, whatever the date today
+    def wm(*args: str) -> Any:
+        return wm_at(vault, *args, now=T0)
+
+    def wm_json(*args: str) -> Any:
+        return wm_json_at(vault, *args, now=T0)
+
+    res = wm("set", "current-task", "refunds in cents", "--agent", "ella")
     assert res.exit_code == 0 and res.stdout == "set current-task (expires 2026-11-30T10:00:00Z)\n"
     wm(
-        vault,
         "set",
         "branch",
         "feat/checkout",
@@ -51,23 +60,23 @@ def test_set_get_list_del(vault: Path) -> None:
         "--agent",
         "ella",
     )
-    assert wm(vault, "get", "current-task", "--agent", "ella").stdout == "refunds in cents\n"
-    assert wm(vault, "get", "branch", "--agent", "ella").exit_code == 4  # not in ella's own scope
-    item = wm_json(vault, "get", "branch", "--thread", "checkout", "--agent", "ella")
+    assert wm("get", "current-task", "--agent", "ella").stdout == "refunds in cents\n"
+    assert wm("get", "branch", "--agent", "ella").exit_code == 4  # not in ella's own scope
+    item = wm_json("get", "branch", "--thread", "checkout", "--agent", "ella")
     assert item["value"] == "feat/checkout" and item["expires"] is None
-    listed = wm_json(vault, "list", "--agent", "ella")
+    listed = wm_json("list", "--agent", "ella")
     assert [(i["thread"], i["key"]) for i in listed["items"]] == [
         (None, "current-task"),
         ("checkout", "branch"),
     ]
     assert [
-        i["key"] for i in wm_json(vault, "list", "--thread", "checkout", "--agent", "ella")["items"]
+        i["key"] for i in wm_json("list", "--thread", "checkout", "--agent", "ella")["items"]
     ] == ["branch"]
-    wm(vault, "set", "current-task", "refunds, then invoices", "--agent", "ella")  # replaced
-    assert wm(vault, "get", "current-task", "--agent", "ella").stdout == "refunds, then invoices\n"
-    assert wm(vault, "del", "current-task", "--agent", "ella").exit_code == 0
-    assert wm(vault, "del", "current-task", "--agent", "ella").exit_code == 4
-    assert wm(vault, "list", "--agent", "lyra").stdout == "lyra holds nothing\n"
+    wm("set", "current-task", "refunds, then invoices", "--agent", "ella")  # replaced
+    assert wm("get", "current-task", "--agent", "ella").stdout == "refunds, then invoices\n"
+    assert wm("del", "current-task", "--agent", "ella").exit_code == 0
+    assert wm("del", "current-task", "--agent", "ella").exit_code == 4
+    assert wm("list", "--agent", "lyra").stdout == "lyra holds nothing\n"
 
 
 def test_the_file_reads_well_and_round_trips_anything(vault: Path) -> None:

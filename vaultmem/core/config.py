@@ -10,9 +10,10 @@ import json
 import os
 import re
 import sys
+import time
 import tomllib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -402,17 +403,27 @@ def env(name: str) -> str | None:
 
 
 def env_now() -> datetime | None:
-    """VAULTMEM_NOW (an ISO time, UTC if no zone): pins the clock for tests and benchmarks."""
+    """VAULTMEM_NOW pins the clock for tests and benchmarks. Two forms, UTC if no zone:
+
+    - `2026-11-29T10:00:00Z`: frozen at that instant;
+    - `2026-11-29T10:00:00Z@1796000000.5`: that instant at Unix time 1796000000.5, running from
+      there with the wall clock, so that every process of a test run reads one moving clock."""
     raw = env(ENV_NOW)
     if raw is None:
         return None
+    text, _, anchor = raw.partition("@")
     try:
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        since = float(anchor) if anchor else None
     except ValueError:
         raise ConfigError(
-            f"{ENV_NOW}={raw!r} is not an ISO time", "e.g. VAULTMEM_NOW=2026-11-29T10:00:00Z"
+            f"{ENV_NOW}={raw!r} is not an ISO time (or ISO@UNIX-TIME)",
+            "e.g. VAULTMEM_NOW=2026-11-29T10:00:00Z",
         ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if since is not None:
+        moment += timedelta(seconds=time.time() - since)
+    return moment
 
 
 def env_debug() -> bool:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from vaultmem.core import clock
 from vaultmem.core.fsio import append_durable, atomic_write
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault
@@ -39,7 +40,7 @@ def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) ->
 
     if keep_days < 0:
         raise UsageError("--keep-days must be 0 or more", "e.g. --keep-days 30")
-    cutoff = (now or datetime.now(UTC)) - timedelta(days=keep_days)
+    cutoff = (now or clock.now()) - timedelta(days=keep_days)
     cut = cutoff.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     path = vault.live_context
     with exclusive(log.lock_for(vault, "live"), vault.config.log.lock_timeout, what=path.name):
