@@ -9,7 +9,7 @@
    cached share of input tokens come from the fake server's records.
 3. The read pack on a year-long log (50,000 signed entries, 5 agents) before and after
    `compact --older-than 30d` (weekly offline digests first): its size in tokens, with no
-   budget and with `--budget 2000`, and the time to build it (library `read_pack`, median);
+   budget and with `--budget 2000`, and the time to build it (library `read`, median);
    the live file's size; `vaultmem read` as a whole process.
 
     python bench/digest.py [--runs 5] [--month 10000] [--year 50000]
@@ -41,13 +41,13 @@ AGENTS = ("ella", "lyra", "nova", "orion", "vega")
 
 
 def vault(base: Path, n: int, *, start: datetime, days: int) -> Path:
-    from vaultmem.app.scaffold import init_vault
+    from vaultmem.app.lifecycle.scaffold import init
     from vaultmem.core.vault import Vault
     from vaultmem.nexus import signing
 
     os.environ["VAULTMEM_HOME"] = str(base / "home")
     root = base / "vault"
-    init_vault(root, agents=list(AGENTS), reviewers=["chiara"])
+    init(root, agents=list(AGENTS), reviewers=["chiara"])
     v = Vault.open(root)
     for agent in AGENTS:
         if signing.signer_for(v, agent) is None:
@@ -61,7 +61,7 @@ def median(values: list[float]) -> float:
 
 
 def month_offline(args: argparse.Namespace) -> Path:
-    from vaultmem.app.digest import digest, log_entries
+    from vaultmem.app.condense.digest import digest, log_entries
     from vaultmem.core.vault import Vault
 
     base = Path(tempfile.mkdtemp(prefix="vaultmem-bench-digest-"))
@@ -86,17 +86,17 @@ def month_offline(args: argparse.Namespace) -> Path:
 
 
 def pack_figures(root: Path, env: dict[str, str], runs: int) -> dict[str, float]:
-    from vaultmem.app.pack import read_pack
+    from vaultmem.app.pack.build import read
     from vaultmem.core.vault import Vault
 
     v = Vault.open(root)
-    read_pack(v, "ella", peek=True)  # the coordination index, built once
+    read(v, "ella", peek=True)  # the coordination index, built once
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        full = read_pack(v, "ella", peek=True)
+        full = read(v, "ella", peek=True)
         times.append(time.perf_counter() - t)
-    small = read_pack(v, "ella", budget=2000, peek=True)
+    small = read(v, "ella", budget=2000, peek=True)
     procs = []
     for _ in range(runs):
         t = time.perf_counter()
@@ -118,8 +118,8 @@ def pack_figures(root: Path, env: dict[str, str], runs: int) -> dict[str, float]
 
 
 def year(args: argparse.Namespace) -> None:
-    from vaultmem.app.compact import compact
-    from vaultmem.app.digest import digest
+    from vaultmem.app.condense.compact import compact
+    from vaultmem.app.condense.digest import digest
     from vaultmem.core.vault import Vault
 
     base = Path(tempfile.mkdtemp(prefix="vaultmem-bench-year-"))
@@ -147,7 +147,7 @@ def year(args: argparse.Namespace) -> None:
         ("pack tokens, no budget", "tokens", "{:,.0f}"),
         ("  of which digests", "digest_tokens", "{:,.0f}"),
         ("pack tokens, --budget 2000", "budget_tokens", "{:,.0f}"),
-        ("read_pack() (library), ms", "ms", "{:.1f}"),
+        ("read() (library), ms", "ms", "{:.1f}"),
         ("`vaultmem read` process, ms", "proc_ms", "{:.0f}"),
         ("live-context.md, KiB", "live_kib", "{:,.0f}"),
     )
@@ -179,7 +179,7 @@ def responder(request: Request) -> Reply:
 
 
 def llm(root: Path) -> None:
-    from vaultmem.app.digest import digest
+    from vaultmem.app.condense.digest import digest
     from vaultmem.core.vault import Vault
 
     responder.seen = False  # type: ignore[attr-defined]

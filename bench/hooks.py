@@ -134,13 +134,13 @@ def timings(runs: int) -> list[tuple[str, float]]:
 
 
 def busy_log(turns: int) -> dict[str, float]:
-    from vaultmem.app.scaffold import init_vault
+    from vaultmem.app.lifecycle.scaffold import init
     from vaultmem.core.vault import Vault
     from vaultmem.nexus import signing
 
     vault, env = scratch_vault()
     others = ["lyra", "nova", "mira", "tess"]
-    init_vault(vault, agents=others[1:], reviewers=[], language=None)
+    init(vault, agents=others[1:], reviewers=[], language=None)
     v = Vault.open(vault)
     for agent in others[1:]:
         signing.create_key(v, agent)

@@ -32,7 +32,7 @@ AGENTS = [f"agent{i}" for i in range(10)]
 
 
 def make(n: int) -> tuple[Path, dict[str, str]]:
-    from vaultmem.app.scaffold import init_vault
+    from vaultmem.app.lifecycle.scaffold import init
 
     base = Path(tempfile.mkdtemp(prefix="vaultmem-bench-read-"))
     env = dict(os.environ)
@@ -40,7 +40,7 @@ def make(n: int) -> tuple[Path, dict[str, str]]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["VAULTMEM_HOME"] = env["VAULTMEM_HOME"]
     root = base / "vault"
-    init_vault(root, agents=AGENTS, reviewers=["chiara"])
+    init(root, agents=AGENTS, reviewers=["chiara"])
     generate(root, n)
     return root, env
 
@@ -94,9 +94,9 @@ def inbox_bench(args: argparse.Namespace) -> None:
         env["VAULTMEM_HOME"] = str(base / "home")
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ["VAULTMEM_HOME"] = env["VAULTMEM_HOME"]
-        from vaultmem.app.scaffold import init_vault
+        from vaultmem.app.lifecycle.scaffold import init
 
-        init_vault(base / "vault", agents=AGENTS, reviewers=["chiara"])
+        init(base / "vault", agents=AGENTS, reviewers=["chiara"])
         generate_inbox(base / "vault", args.open, n, reader)
         runs[n] = (base / "vault", env)
     cmds: dict[int, dict[str, list[str]]] = {}
@@ -127,7 +127,7 @@ def inbox_bench(args: argparse.Namespace) -> None:
         for (what, n), v in sorted(samples.items(), key=lambda kv: (kv[0][1], kv[0][0]))
     }
     # in-process, without start-up: bringing the index up to date and listing the inbox
-    from vaultmem.app.inbox import inbox as do_inbox
+    from vaultmem.app.pack.inbox import inbox as do_inbox
     from vaultmem.core.vault import Vault
 
     for n, (root, _env) in runs.items():

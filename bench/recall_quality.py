@@ -85,7 +85,7 @@ def mean(rows: list[tuple[float, ...]]) -> tuple[float, ...]:
 
 def no_shared_word(data: Path, rows: list[dict[str, object]]) -> list[dict[str, object]]:
     """Each question without the words that occur in its evidence turns (stemmed, folded)."""
-    from vaultmem.recall.engine import analyzer
+    from vaultmem.search.engine import analyzer
 
     ana = analyzer("en")
     turns: dict[tuple[str, str], str] = {}
@@ -159,7 +159,7 @@ def bm25_baseline(vault: Path, rows: list[dict[str, object]]) -> list[tuple[floa
     import math
     from collections import Counter
 
-    from vaultmem.recall.engine import analyzer
+    from vaultmem.search.engine import analyzer
 
     ana = analyzer("en")
     docs = {
@@ -223,7 +223,7 @@ def main() -> None:
         setattr(mod, knob, type(getattr(mod, knob))(float(value)))
 
     from vaultmem.core.vault import Vault
-    from vaultmem.recall.query import recall
+    from vaultmem.search.query import recall
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with tempfile.TemporaryDirectory() as tmp:

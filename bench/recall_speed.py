@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vaultmem.recall import engine, refresh
+from vaultmem.search import engine, refresh
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -92,7 +92,7 @@ def touch_note(vault: Path, n: int) -> None:
 
 def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: float) -> None:
     from vaultmem.core.vault import Vault
-    from vaultmem.recall.query import recall
+    from vaultmem.search.query import recall
 
     vault_dir = work / f"vault-{size}"
     if not (vault_dir / "vaultmem.toml").exists():
@@ -150,7 +150,7 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: floa
     qi = iter(range(10**6))
     warm = median_ms(lambda: recall(vault, QUERIES[next(qi) % len(QUERIES)]), runs * 3)
     with engine.Searcher(vault) as s:
-        from vaultmem.recall.query import _search, parse_query
+        from vaultmem.search.query import _search, parse_query
 
         parsed = [parse_query(q) for q in QUERIES]
         bare = median_ms(

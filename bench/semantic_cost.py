@@ -35,8 +35,8 @@ def main() -> None:
     import os
 
     from vaultmem.core.vault import Vault
-    from vaultmem.recall import embedder, refresh, vectors
-    from vaultmem.recall.query import recall
+    from vaultmem.search import embedder, refresh, vectors
+    from vaultmem.search.query import recall
 
     base = Path(tempfile.mkdtemp(prefix="vaultmem-semcost-"))
     root = base / "vault"

@@ -8,24 +8,18 @@ that needs the machine's real time says so with `@pytest.mark.real_clock`."""
 
 from __future__ import annotations
 
-import io
 import os
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "example-vault"
-# the suite's epoch: a moment in the past of any machine that runs it
-BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
+from tests._cli import REPO, copy_example, run_cli
+
+# the suite's epoch: after everything example-vault/ holds, in the past of any machine that runs it
+BASE = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,6 +28,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="0d",
         help="move the suite's clock by this duration (90s, 2h, 400d) to catch time bombs",
     )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Byte-compile vaultmem once: with PYTHONDONTWRITEBYTECODE set (as on CI machines) every
+    `python -m vaultmem` a test starts would otherwise compile each module it imports again."""
+    import compileall
+
+    compileall.compile_dir(REPO / "vaultmem", quiet=2)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests under tests/integration/ (real processes, git, runtimes) carry `integration`, and
+    `slow` too: `pytest -m "not slow"` is the quick loop, CI runs everything."""
+    here = Path(__file__).resolve().parent / "integration"
+    for item in items:
+        if here in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.slow)
 
 
 def suite_now(config: pytest.Config) -> datetime:
@@ -72,65 +84,12 @@ def now0(request: pytest.FixtureRequest) -> datetime:
     return suite_now(request.config)
 
 
-def copy_example(dest: Path) -> Path:
-    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".vaultmem"))
-    return dest
-
-
 @pytest.fixture
 def vault(tmp_path: Path) -> Path:
     """A private copy of example-vault/ (tests never mutate the original)."""
     return copy_example(tmp_path / "vault")
 
 
-@dataclass
-class Result:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
-def run_cli(*args: str, stdin: str = "") -> Result:
-    """Run the CLI in-process through its real error boundary (vaultmem.cli.app.run)."""
-    from vaultmem.cli.app import run
-
-    out, err = io.StringIO(), io.StringIO()
-    old_stdin = sys.stdin
-    sys.stdin = io.StringIO(stdin)
-    code = 0
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                run(list(args))
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        sys.stdin = old_stdin
-    return Result(code, out.getvalue(), err.getvalue())
-
-
 @pytest.fixture
 def cli() -> object:
     return run_cli
-
-
-def run_proc(
-    *args: str,
-    cwd: Path | None = None,
-    env: dict[str, str] | None = None,
-    stdin: str | None = None,
-    timeout: float = 60,
-) -> subprocess.CompletedProcess[str]:
-    """Run `python -m vaultmem ARGS` as a real process."""
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem", *args],
-        cwd=cwd,
-        env=full_env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )

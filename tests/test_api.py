@@ -20,11 +20,13 @@ def test_all_lists_exactly_the_api() -> None:
     assert sorted(vaultmem.__all__) == sorted(["__version__", *vaultmem._API])
 
 
-def test_a_subpackage_import_does_not_shadow_the_use_case() -> None:
-    import vaultmem.recall.query  # binds nothing over `vaultmem.recall`
+def test_no_public_name_is_also_a_subpackage() -> None:
+    # `import vaultmem.<pkg>.x` binds `vaultmem.<pkg>`: a use case of that name would be shadowed
+    import vaultmem.search.query
 
-    assert vaultmem.recall is vaultmem.recall.__globals__["recall"]  # type: ignore[attr-defined]
-    assert callable(vaultmem.recall)
+    packages = {p.parent.name for p in Path(vaultmem.__file__).parent.glob("*/__init__.py")}
+    assert packages & set(vaultmem._API) == set()
+    assert callable(vaultmem.recall) and vaultmem.recall.__module__ == "vaultmem.search.query"
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

@@ -1,11 +1,17 @@
 """The shape of the code: one package per layer, imports pointing down only.
 
-    core  <  memory  <  nexus  <  bank  <  recall  <  app  <  cli, mcp (the faces)
+    core  <  memory  <  nexus  <  bank  <  search  <  app  <  cli, mcp (the faces)
 
 `core` imports no layer. A layer imports only from layers below it (function-level imports
 count too). The faces import the layers and `app`, never each other, except for the one entry
 point each face offers (`vaultmem mcp` starts `vaultmem.mcp.server.serve`). Sub-package
 `__init__.py` files stay empty so importing `vaultmem.nexus.log` costs nothing extra.
+
+`app/` holds one sub-package per capability and no module of its own. They rank too:
+
+    lifecycle, sync  <  condense  <  pack  <  hooks  <  setup
+
+(a hook builds a pack; setup installs hooks; the pack shows condensed notes).
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "vaultmem"
-RANK = {"core": 0, "memory": 1, "nexus": 2, "bank": 3, "recall": 4, "app": 5, "cli": 6, "mcp": 6}
+RANK = {"core": 0, "memory": 1, "nexus": 2, "bank": 3, "search": 4, "app": 5, "cli": 6, "mcp": 6}
+APP_RANK = {"lifecycle": 0, "sync": 0, "condense": 1, "pack": 2, "hooks": 3, "setup": 4}
 # (importing package, imported module): the face entry points other faces may start
 ALLOWED = {("cli", "vaultmem.mcp.server")}
 
@@ -24,6 +31,13 @@ ALLOWED = {("cli", "vaultmem.mcp.server")}
 def _layer(module: str) -> str | None:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[0] == "vaultmem" and parts[1] in RANK else None
+
+
+def _capability(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) > 2 and parts[:2] == ["vaultmem", "app"] and parts[2] in APP_RANK:
+        return parts[2]
+    return None
 
 
 def _imports(path: Path, root: Path) -> list[tuple[int, str]]:
@@ -51,11 +65,17 @@ def violations(root: Path = PACKAGE) -> list[str]:
         mine = _layer(".".join(rel.with_suffix("").parts))
         if mine is None:
             continue
+        mod = ".".join(rel.with_suffix("").parts)
         for line, target in _imports(path, root):
             theirs = _layer(target)
-            if theirs is None or theirs == mine or (mine, target) in ALLOWED:
+            if theirs is None or (mine, target) in ALLOWED:
                 continue
-            if RANK[theirs] >= RANK[mine]:
+            if theirs == mine == "app":
+                a, b = _capability(mod), _capability(target)
+                if a and b and a != b and APP_RANK[b] >= APP_RANK[a]:
+                    out.append(f"{rel}:{line}: app.{a} imports {target} (app.{b})")
+                continue
+            if theirs != mine and RANK[theirs] >= RANK[mine]:
                 out.append(f"{rel}:{line}: {mine} imports {target} ({theirs})")
     return out
 
@@ -74,7 +94,29 @@ def test_the_check_fails_on_an_upward_import(tmp_path: Path) -> None:
     assert violations(fake) == ["vaultmem/core/bad.py:2: core imports vaultmem.app (app)"]
 
 
-@pytest.mark.parametrize("init", sorted(PACKAGE.glob("*/__init__.py")), ids=lambda p: p.parent.name)
+def test_the_check_fails_on_an_upward_import_between_capabilities(tmp_path: Path) -> None:
+    fake = tmp_path / "vaultmem"
+    for pkg in ("app", "app/pack", "app/hooks"):
+        (fake / pkg).mkdir(parents=True)
+        (fake / pkg / "__init__.py").write_text("")
+    (fake / "app" / "pack" / "bad.py").write_text("from vaultmem.app.hooks import run\n")
+    (fake / "app" / "hooks" / "fine.py").write_text("from vaultmem.app.pack import bad\n")
+    assert violations(fake) == [
+        "vaultmem/app/pack/bad.py:1: app.pack imports vaultmem.app.hooks (app.hooks)"
+    ]
+
+
+def test_app_holds_capabilities_only() -> None:
+    app = PACKAGE / "app"
+    assert sorted(p.name for p in app.glob("*.py")) == ["__init__.py"]
+    assert sorted(p.parent.name for p in app.glob("*/__init__.py")) == sorted(APP_RANK)
+
+
+@pytest.mark.parametrize(
+    "init",
+    sorted(PACKAGE.glob("*/**/__init__.py")),
+    ids=lambda p: str(p.parent.relative_to(PACKAGE)),
+)
 def test_subpackage_inits_are_empty(init: Path) -> None:
     assert init.read_text().strip() == ""
 
@@ -88,3 +130,41 @@ def test_no_module_is_too_long_without_saying_why() -> None:
         if text.count("\n") > 520 and "Why this module is long" not in text:
             long.append(f"{path.relative_to(PACKAGE)}: {text.count(chr(10))} lines")
     assert long == []
+
+
+def test_test_helpers_are_imported_one_way() -> None:
+    """`from tests._cli import run_cli`, never `from conftest import ...` or `from _x import`."""
+    tests = PACKAGE.parent / "tests"
+    odd = []
+    for path in sorted(tests.rglob("*.py")):
+        for line, target in _imports(path, tests):
+            first = target.split(".")[0]
+            if (
+                first == "conftest"
+                or first.startswith("test_")
+                or (first.startswith("_") and first != "__future__")
+            ):
+                odd.append(f"{path.relative_to(tests)}:{line}: {target}")
+    assert odd == []
+
+
+def _contributing_map() -> set[str]:
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    block = text.split("<!-- map:start -->", 1)[1].split("<!-- map:end -->", 1)[0]
+    listed: set[str] = set()
+    package = ""
+    for line in block.splitlines():
+        if line.startswith("### `"):
+            package = line.split("`")[1].removeprefix("vaultmem/")
+        elif line.startswith("- `"):
+            listed.add(package + line.split("`")[1])
+    return listed
+
+
+def test_contributing_maps_every_module() -> None:
+    tree = {
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "__init__.py" or p.parent == PACKAGE
+    }
+    assert _contributing_map() == tree

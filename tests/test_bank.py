@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from _readonly import read_only
-from conftest import run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultmem.app.scaffold import init_vault
+from tests._cli import run_cli
+from tests._readonly import read_only
+from vaultmem.app.lifecycle.scaffold import init
 from vaultmem.bank import model, prune, retain, store
+from vaultmem.bank.similarity import normalise, signature, similarity
 from vaultmem.core import clock, notes
 from vaultmem.core.errors import SecretRefusedError, UnknownAgentError, UsageError
-from vaultmem.core.similarity import normalise, signature, similarity
 from vaultmem.core.vault import Vault
 
 
@@ -68,7 +68,7 @@ def test_derive_name() -> None:
 # --- retain -------------------------------------------------------------------------------
 
 
-def test_retain_inserts_a_pending_note(vault: Path, cli: object) -> None:
+def test_retain_inserts_a_pending_note(vault: Path, cli: object, now0: datetime) -> None:
     res = run_cli(
         "retain", "Chiara wants migrations reviewed before Friday", "--type", "preference",
         "--tag", "review", "--source", "session-42", "--valid-until", "2099-01-31",
@@ -79,7 +79,7 @@ def test_retain_inserts_a_pending_note(vault: Path, cli: object) -> None:
     assert data["outcome"] == "inserted" and data["message"] == "inserted"
     assert data["id"].startswith("b-")
     path = data["path"]
-    assert path.startswith(f"agents/ella/bank/{date.today().isoformat()}-chiara-wants-migrations")
+    assert path.startswith(f"agents/ella/bank/{now0.date().isoformat()}-chiara-wants-migrations")
     meta = _meta(vault, path)
     assert meta["status"] == "pending" and meta["type"] == "preference"
     assert meta["author"] == "ella" and meta["id"] == data["id"]
@@ -290,7 +290,7 @@ def test_prune_expires_old_and_past_valid_until(vault: Path) -> None:
     past = retain.retain(
         v, "Freeze until Monday", agent="lyra", type_="project", valid_until="2001-01-01"
     )
-    later = datetime.now(UTC) + timedelta(days=61)
+    later = clock.now() + timedelta(days=61)
     # `fresh` was seen again "recently": last_seen keeps it alive
     store.set_status(v, vault / (fresh.path or ""), {"last_seen": later.isoformat()})
     dry = prune.prune(v, older_than_days=60, now=later, dry_run=True)
@@ -323,7 +323,7 @@ def test_prune_cli(vault: Path) -> None:
 
 def test_init_creates_review_page_and_retain_keeps_it_current(tmp_path: Path) -> None:
     root = tmp_path / "v"
-    init_vault(root, agents=["ella"], reviewers=["chiara"])
+    init(root, agents=["ella"], reviewers=["chiara"])
     page = root / "Review.md"
     assert "```dataview" in page.read_text() and "Nothing is waiting" in page.read_text()
     page.write_text(page.read_text() + "\nMy own notes stay here.\n")
@@ -332,7 +332,7 @@ def test_init_creates_review_page_and_retain_keeps_it_current(tmp_path: Path) ->
     text = page.read_text()
     assert f"`{res.id}`" in text and "[[agents/ella/bank/" in text
     assert "My own notes stay here." in text and "Nothing is waiting" not in text
-    init_vault(root, agents=["ella"], reviewers=["chiara"])  # never overwrites
+    init(root, agents=["ella"], reviewers=["chiara"])  # never overwrites
     assert page.read_text() == text
 
 
@@ -438,7 +438,7 @@ def test_retracted_memory_absorbs_repeats_and_private_memories_stay_private(vaul
 
 def test_read_only_review_page_does_not_fail_retain(tmp_path: Path) -> None:
     root = tmp_path / "v"
-    init_vault(root, agents=["ella"], reviewers=["chiara"])
+    init(root, agents=["ella"], reviewers=["chiara"])
     page = root / "Review.md"
     before = page.read_text()
     with read_only(page, recursive=False), read_only(root, recursive=False):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import typer.main
-from _readonly import read_only
-from conftest import run_cli, run_proc
 
+from tests._cli import run_cli, run_proc
+from tests._readonly import read_only
 from vaultmem.core.errors import (
     EXIT_INTEGRITY,
     EXIT_NOT_FOUND,

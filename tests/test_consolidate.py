@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from vaultmem.bank import store
 from vaultmem.core import notes
 from vaultmem.core.vault import Vault
@@ -86,7 +86,7 @@ def test_approval_through_the_gate_replaces_the_whole_cluster(
     made = json.loads(res.stdout)["memory"]
     assert made["scope"] == "shared"
     v = Vault.open(vault)
-    by_id = {f.id: f for f in facts.list_facts(v)}
+    by_id = {f.id: f for f in facts.memories(v)}
     assert by_id[a].status == "superseded" and by_id[b].status == "superseded"
     for old in (a, b):
         meta = notes.read(vault / by_id[old].path).meta
@@ -127,7 +127,7 @@ def test_a_contradiction_keeps_the_newest_and_goes_through_apply(
     assert res.exit_code == 0, res.stderr
     active = [
         f
-        for f in facts.list_facts(Vault.open(vault), include_inactive=False)
+        for f in facts.memories(Vault.open(vault), include_inactive=False)
         if "launch is planned" in f.text
     ]
     assert [f.text for f in active] == ["The launch is planned for March 2027 with 14 gyms."]
@@ -183,7 +183,7 @@ def test_embeddings_find_paraphrases_words_miss(vault: Path, tmp_path: Path) -> 
     pytest.importorskip("numpy")
     pytest.importorskip("tokenizers")
     pytest.importorskip("safetensors")
-    from test_semantic import make_model, use_model
+    from tests._semantic import make_model, use_model
 
     remember(vault, "The car needs new tyres before winter", "Tyres", "fact")
     remember(vault, "The automobile needs new tyres before winter", "Winter tyres", "fact")

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._layer3_helpers import fresh_vault, make_keys
-from vaultmem.app import pack as context
+from vaultmem.app.pack import build as context
 from vaultmem.nexus import log
-from vaultmem.nexus.checkpoints import write_checkpoint
+from vaultmem.nexus.checkpoints import checkpoint
 from vaultmem.nexus.decisions import decide
 
 
@@ -35,7 +35,7 @@ def new_ids(pack: dict) -> list[str]:  # type: ignore[type-arg]
 def test_sections_come_in_priority_order(vault: Path) -> None:
     v = make_keys(vault)
     decide(v, "lyra", "Copy reviewed by Marta before release", why="she owns Italian copy")
-    write_checkpoint(v, "ella", "Stopped at the retry test", task="webhooks")
+    checkpoint(v, "ella", "Stopped at the retry test", task="webhooks")
     log.append(v, "lyra", "Checkout screen ready", type_="handoff")
     log.append(v, "ella", "Own note")
     pack = read_json(vault, "--agent", "ella", "--peek")
@@ -75,14 +75,14 @@ def test_cursor_advances_only_after_output_and_peek_leaves_it(vault: Path) -> No
 def test_a_pack_that_was_not_delivered_does_not_move_the_cursor(vault: Path) -> None:
     v = make_keys(vault)
     log.append(v, "lyra", "one")
-    pack = context.read_pack(v, "ella")  # built, never committed (the output failed)
+    pack = context.read(v, "ella")  # built, never committed (the output failed)
     assert [e["id"] for e in pack.to_dict()["sections"]["new_entries"]["data"]["entries"]] == [
         "lyra.1"
     ]
     assert context.load_cursor(v, "ella") is None
     assert context.commit_cursor(v, pack) is True
     assert context.load_cursor(v, "ella")["id"] == "lyra.1"  # type: ignore[index]
-    peek = context.read_pack(v, "ella", peek=True)
+    peek = context.read(v, "ella", peek=True)
     assert context.commit_cursor(v, peek) is False
 
 

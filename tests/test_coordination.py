@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._layer3_helpers import bulk_append, fresh_vault, make_keys, set_toml
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import coord, entry, log, reading, verify
@@ -18,10 +18,10 @@ from vaultmem.nexus import coord, entry, log, reading, verify
 @pytest.fixture
 def vault(tmp_path: Path) -> Path:
     """Empty logs, agents ella, lyra and nova with keys on this machine."""
-    from vaultmem.app.scaffold import init_vault
+    from vaultmem.app.lifecycle.scaffold import init
 
     root = fresh_vault(tmp_path)
-    init_vault(root, agents=["nova"], reviewers=[])
+    init(root, agents=["nova"], reviewers=[])
     make_keys(root)
     return root
 
@@ -58,6 +58,7 @@ def pack_inbox(p: dict[str, Any]) -> list[str]:
 # --- the buried handoff ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("after", [60, 5000])
 def test_a_buried_handoff_stays_in_the_pack_until_its_recipient_acks(
     vault: Path, after: int
@@ -91,6 +92,7 @@ def test_a_buried_handoff_stays_in_the_pack_until_its_recipient_acks(
     assert verify.verify(Vault.open(vault)).ok
 
 
+@pytest.mark.slow
 def test_an_ack_of_a_buried_handoff_is_not_called_unknown(vault: Path) -> None:
     handoff = append(vault, "lyra", "Old handoff", "--type", "handoff", "--to", "ella")
     bulk_append(vault, "nova", log.ACK_WINDOW + 10)
@@ -246,7 +248,7 @@ def test_a_repeated_alert_is_not_raised_again(vault: Path) -> None:
     alerts = cli_json(vault, "alerts")["alerts"]
     assert [a["id"] for a in alerts] == [first, other]
     assert alerts[0]["seen_again"] == 2 and alerts[0]["last_seen_by"] == "ella"
-    entries = reading.read_log(Vault.open(vault), tail=100)
+    entries = reading.log(Vault.open(vault), tail=100)
     assert [e.id for e in entries if e.type == "alert"] == [first, other]
     p = pack(vault, "lyra", "--peek")
     assert [a["id"] for a in p["sections"]["alerts"]["data"]] == [first, other]
@@ -267,7 +269,7 @@ def test_resolve_by_another_agent_closes_it_and_a_new_raise_links_it(vault: Path
     new = cli_json(vault, "append", "ci red on main", "--type", "alert", "--agent", "nova")
     assert new["id"] != a and new["reraises"] == a
     assert [x["id"] for x in cli_json(vault, "alerts")["alerts"]] == [new["id"]]
-    resolved = reading.read_log(Vault.open(vault), type_="resolve")[0]
+    resolved = reading.log(Vault.open(vault), type_="resolve")[0]
     assert resolved.extra == {"resolves": a} and resolved.acks == (a,)
 
 

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._fake_anthropic import (
     FakeAnthropic,
     Reply,
@@ -222,6 +222,7 @@ def llm_week(week: Path) -> Path:
     return week
 
 
+@pytest.mark.slow
 def test_model_digest_through_the_fake_api(llm_week: Path, fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.queue(
         digest_reply(**GOOD), digest_reply(summary=[{"text": "Quiet week.", "ids": ["lyra.8"]}])

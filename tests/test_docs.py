@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import typer.main
-from conftest import run_cli
 
+from tests._cli import run_cli
 from vaultmem.cli.app import app
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
@@ -19,6 +20,7 @@ def command_paths() -> list[str]:
     return [path for path, _cmd in walk(typer.main.get_command(app))]
 
 
+@pytest.mark.slow
 def test_every_command_has_help() -> None:
     for path in command_paths():
         res = run_cli(*path.split(), "--help")

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import copy_example
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests._cli import copy_example
 from vaultmem.cli import fast
 
 
@@ -356,6 +356,7 @@ def _arglists(draw: st.DrawFn, name: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["read", "append", "recall", "inbox", "wm set", "wm push"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

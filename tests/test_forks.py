@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, forks, log, repair, verify

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
-from vaultmem.app import importance, receipts
-from vaultmem.app.sections import Item, Section
+from vaultmem.app.pack import importance, receipts
+from vaultmem.app.pack.sections import Item, Section
+from vaultmem.core import importance as core_importance
 from vaultmem.core.config import ImportanceSettings
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
@@ -23,7 +24,7 @@ def test_the_score_follows_type_evidence_use_and_age() -> None:
     s = ImportanceSettings()
 
     def score(kind: str, time: str | None = "2026-11-30T12:00:00Z", **kw: int) -> float:
-        return importance.score(s, kind, time=time, now=NOW, **kw)
+        return core_importance.score(s, kind, time=time, now=NOW, **kw)
 
     assert score("decision") > score("failure") > score("fix") > score("note") > score("ack")
     assert score("preference", evidence=4) > score("preference")

@@ -9,11 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from vaultmem.core.vault import Vault
-from vaultmem.recall import documents, engine, manifest, refresh
-from vaultmem.recall.query import recall
+from vaultmem.search import documents, engine, manifest, refresh
+from vaultmem.search.query import recall
 
 
 def _v(path: Path) -> Vault:
@@ -308,6 +308,7 @@ def _rebuilt_docs(vault: Path, tmp: Path) -> list[tuple[str, str, tuple[int, int
     return _log_docs(copy)
 
 
+@pytest.mark.slow
 def test_an_appended_log_is_indexed_as_a_full_rebuild_would(vault: Path, tmp_path: Path) -> None:
     """Appends, a torn tail, a completed tail, an edit in place, a glued entry: after each,
     the incrementally refreshed index holds exactly the documents a rebuild holds."""

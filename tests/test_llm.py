@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._fake_anthropic import (
     FakeAnthropic,
     error_reply,
@@ -203,7 +203,7 @@ def test_no_key_exits_7_before_any_request(
 
 
 def test_no_key_in_a_real_process(vault: Path, session: Path) -> None:
-    from conftest import run_proc
+    from tests._cli import run_proc
 
     proc = run_proc("retain", "--from", str(session), "--vault", str(vault), "--agent", "ella")
     assert proc.returncode == 7 and "ANTHROPIC_API_KEY" in proc.stderr
@@ -316,6 +316,7 @@ def test_transcript_and_text_together_is_a_usage_error(vault: Path, session: Pat
     assert res.exit_code == 2
 
 
+@pytest.mark.slow
 def test_timeout_is_reported_after_the_retries(
     vault: Path, tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:

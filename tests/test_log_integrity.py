@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -191,7 +191,7 @@ def test_repair_restores_an_edited_entry_and_sets_a_torn_tail_aside(vault: Path)
 
 def test_rotate_moves_old_entries_and_chains_still_verify(vault: Path) -> None:
     v = make_keys(vault)
-    now = datetime.now(UTC)
+    now = clock.now()
     times = [now - timedelta(days=d) for d in (70, 65, 40, 35, 3, 1)]
     for i, t in enumerate(times):
         stamp = t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -241,7 +241,7 @@ def test_union_merge_of_two_machines_still_verifies(vault: Path, tmp_path: Path)
 
 
 def test_status_reports_a_torn_log_tail_cheaply(vault: Path) -> None:
-    from vaultmem.app.status import status
+    from vaultmem.app.lifecycle.status import status
 
     v = make_keys(vault, "ella")
     log.append(v, "ella", "fine")
@@ -253,7 +253,7 @@ def test_status_reports_a_torn_log_tail_cheaply(vault: Path) -> None:
 
 
 def test_the_example_vault_ships_a_log_that_verifies(tmp_path: Path) -> None:
-    from conftest import copy_example, run_cli
+    from tests._cli import copy_example, run_cli
 
     root = copy_example(tmp_path / "example")
     v = Vault.open(root)

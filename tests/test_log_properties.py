@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ def entry(summary: str, body: str) -> fmt.Entry:
     return replace(e, hash=e.compute_hash())
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(TEXT, TEXT)
 def test_any_text_round_trips_as_exactly_one_entry(summary: str, body: str) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.app.status import status
+from vaultmem.app.lifecycle.status import status
 from vaultmem.core import notes
 from vaultmem.core.errors import IntegrityError, NotFoundError, UsageError
 from vaultmem.core.vault import Vault
@@ -99,7 +99,7 @@ def test_retract_keeps_note_and_moves_line(vault: Path) -> None:
     head, retracted = index.split("## Retracted")
     assert "bad-fact" not in head and "[[memory/bad-fact|Bad fact]]" in retracted
     assert "it was wrong" in retracted
-    assert fact.id not in {f.id for f in facts.list_facts(v, include_inactive=False)}
+    assert fact.id not in {f.id for f in facts.memories(v, include_inactive=False)}
 
 
 def test_supersedes(vault: Path) -> None:

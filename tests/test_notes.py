@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _readonly import read_only
 
+from tests._readonly import read_only
 from vaultmem.core import notes
 from vaultmem.core.errors import IntegrityError, NotWritableError
 from vaultmem.core.fsio import atomic_write, create_exclusive, read_text

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._fake_anthropic import (
     FakeAnthropic,
     error_reply,
@@ -56,7 +56,7 @@ def test_profile_is_built_from_approved_memory_only(vault: Path) -> None:
     body = text.split("\n---\n", 1)[1]
     lines = [ln for ln in body.splitlines() if ln.startswith("- ")]
     assert len(lines) >= 8
-    listed = {f.id: f for f in facts.list_facts(v, include_inactive=False)}
+    listed = {f.id: f for f in facts.memories(v, include_inactive=False)}
     for line in lines:  # every line links the memory (or decision) it comes from
         links = LINK.findall(line)
         assert links, line
@@ -69,7 +69,7 @@ def test_profile_is_built_from_approved_memory_only(vault: Path) -> None:
     assert "## Preferences and how to work" in text and "## Conventions and decisions" in text
     assert "Prices are stored as integer euro cents" in text  # the active decision
     # the profile is not a fact: memories and recall do not list it as one
-    assert all(f.path != "memory/PROFILE.md" for f in facts.list_facts(v))
+    assert all(f.path != "memory/PROFILE.md" for f in facts.memories(v))
 
 
 def test_unchanged_sources_leave_it_and_a_change_marks_it_stale(vault: Path) -> None:
@@ -228,9 +228,10 @@ def test_offline_flag_needs_no_request(llm_vault: Path, fake_anthropic: FakeAnth
     assert fake_anthropic.requests == []
 
 
+@pytest.mark.slow
 def test_mcp_profile_tool_is_read_only_and_scoped(vault: Path) -> None:
     pytest.importorskip("mcp")
-    from test_mcp import call, payload
+    from tests._mcp import call, payload
 
     facts.remember(
         Vault.open(vault), "Ella's okapi preference.", name="Okapi", type_="preference",

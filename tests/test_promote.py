@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, run_proc
 
+from tests._cli import run_cli, run_proc
 from vaultmem.bank import apply, retain, review, store
 from vaultmem.core import notes
 from vaultmem.core.errors import UsageError
@@ -83,7 +83,7 @@ def test_approve_agent_scope_and_supersede(vault: Path) -> None:
     fid = _retain(vault, "Every migration must be reversible and tested on staging too", "project")
     res = promote(vault, "approve", fid, "--reviewer", "chiara", "--scope", "agent")
     assert res.exit_code == 0, res.stderr  # type: ignore[attr-defined]
-    found = [f for f in facts.list_facts(_open(vault)) if f.agent == "ella"]
+    found = [f for f in facts.memories(_open(vault)) if f.agent == "ella"]
     assert any(f.text.startswith("Every migration must be reversible") for f in found)
     assert "Every migration must be reversible" in (vault / "agents/ella/MEMORY.md").read_text()
     sup = _retain(
@@ -176,6 +176,7 @@ def test_agent_flag_and_apply_refused(vault: Path) -> None:
     assert _bank_meta(vault, fid)["status"] == "pending"
 
 
+@pytest.mark.slow
 def test_gate_in_a_real_process(vault: Path) -> None:
     fid = _retain(vault, "Chiara wants migrations reviewed before Friday")
     proc = run_proc(
@@ -210,9 +211,8 @@ def test_default_reviewer_from_config(vault: Path) -> None:
 def test_an_author_claim_in_frontmatter_changes_nothing(vault: Path) -> None:
     """The author is the agent whose bank holds the note: lyra's note claiming `author: ella`
     is lyra's, and an approved decision fact is signed by lyra, never with ella's key."""
-    from _layer3_helpers import make_keys
-
-    from vaultmem.nexus.decisions import list_decisions
+    from tests._layer3_helpers import make_keys
+    from vaultmem.nexus import decisions as decisions_mod
 
     make_keys(vault, "ella", "lyra")
     fid = _retain(vault, "Use Postgres advisory locks for the queue", "decision", agent="lyra")
@@ -221,7 +221,9 @@ def test_an_author_claim_in_frontmatter_changes_nothing(vault: Path) -> None:
     done = review.approve(_open(vault), fid, reviewer="chiara")
     assert done.fact.author == "lyra" and done.memory is not None
     assert done.memory.author == "lyra"
-    (decision,) = [d for d in list_decisions(_open(vault)) if d.entry.id == done.decision_log]
+    (decision,) = [
+        d for d in decisions_mod.decisions(_open(vault)) if d.entry.id == done.decision_log
+    ]
     assert decision.entry.agent == "lyra"
 
 
@@ -293,7 +295,7 @@ def test_apply_takes_the_author_from_the_folder_and_shows_a_false_claim(vault: P
     assert plan.author == "ella" and plan.claimed_author == "chiara"
     assert "frontmatter says author 'chiara'" in plan.describe()
     memory_id = _bank_meta(vault, claimed)["memory_id"]
-    made = next(f for f in facts.list_facts(_open(vault)) if f.id == memory_id)
+    made = next(f for f in facts.memories(_open(vault)) if f.id == memory_id)
     assert made.author == "ella"
 
 
@@ -312,15 +314,15 @@ def test_apply_shows_what_a_supersedes_would_retire_and_skips_what_is_declined(
     assert "SUPERSEDES" in plan.describe() and "Deploys need no approval" in plan.describe()
     report = apply.apply(_open(vault), reviewer="chiara", confirm=lambda p: False)
     assert report.done == () and [p.id for p in report.skipped] == [sneaky]
-    still = next(f for f in facts.list_facts(_open(vault)) if f.id == person_fact.id)
+    still = next(f for f in facts.memories(_open(vault)) if f.id == person_fact.id)
     assert still.status == "active"
 
 
 def test_reviewing_updates_review_page(tmp_path: Path) -> None:
-    from vaultmem.app.scaffold import init_vault
+    from vaultmem.app.lifecycle.scaffold import init
 
     root = tmp_path / "v"
-    init_vault(root, agents=["ella"], reviewers=["chiara"])
+    init(root, agents=["ella"], reviewers=["chiara"])
     fid = _retain(root, "Marta is away until January", "user")
     assert fid in (root / "Review.md").read_text()
     review.reject(_open(root), fid, why="not durable", reviewer="chiara")
@@ -336,7 +338,7 @@ def test_parse_age() -> None:
 
 def test_approved_decision_goes_on_the_decision_log(vault: Path) -> None:
     from tests._layer3_helpers import make_keys
-    from vaultmem.nexus.decisions import list_decisions
+    from vaultmem.nexus import decisions as decisions_mod
 
     make_keys(vault, "ella")
     fid = _retain(vault, "Use Stripe Checkout rather than Elements for payments", "decision")
@@ -346,7 +348,9 @@ def test_approved_decision_goes_on_the_decision_log(vault: Path) -> None:
     assert res.exit_code == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["decision_log"] and data["warnings"] == []
-    (entry,) = [d.entry for d in list_decisions(_open(vault)) if d.entry.id == data["decision_log"]]
+    (entry,) = [
+        d.entry for d in decisions_mod.decisions(_open(vault)) if d.entry.id == data["decision_log"]
+    ]
     assert entry.agent == "ella" and entry.summary.startswith("Use Stripe Checkout")
     assert _bank_meta(vault, fid)["decision_id"] == data["decision_log"]
     # a non-decision fact never touches the log

@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ OWNED = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(human=st.dictionaries(KEY, VALUE, max_size=6), owned=OWNED, body=st.text(max_size=80))
 def test_set_frontmatter_keeps_human_keys(

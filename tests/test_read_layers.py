@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_cli
-
-from vaultmem.app.pack import read_pack
+from tests._cli import run_cli
+from vaultmem.app.pack.build import read
 from vaultmem.bank import retain
 from vaultmem.core.vault import Vault
 
@@ -37,16 +36,16 @@ def test_pending_facts_are_the_agents_own_and_marked(vault: Path) -> None:
     v = Vault.open(vault)
     retain.retain(v, "The staging database is reset every Sunday night", agent="ella", type_="fact")
     retain.retain(v, "Storybook runs on port 6006 in dev", agent="lyra", type_="reference")
-    ella = read_pack(v, "ella", peek=True)
+    ella = read(v, "ella", peek=True)
     pending = {s.key: s for s in ella.sections}["pending"]
     assert "staging database" in pending.text and "Storybook" not in pending.text
     assert "unreviewed" in pending.text and pending.data["total"] == 1
-    lyra = {s.key: s for s in read_pack(v, "lyra", peek=True).sections}
+    lyra = {s.key: s for s in read(v, "lyra", peek=True).sections}
     assert "Storybook" in lyra["pending"].text and "staging" not in lyra["pending"].text
 
 
 def test_pending_section_absent_without_pending_facts(vault: Path) -> None:
-    keys = {s.key for s in read_pack(Vault.open(vault), "ella", peek=True).sections}
+    keys = {s.key for s in read(Vault.open(vault), "ella", peek=True).sections}
     assert "pending" not in keys and "identity" in keys
 
 
@@ -56,20 +55,18 @@ def test_query_hits_never_show_another_agents_private_notes(vault: Path) -> None
         "---\nname: Lyra only\ntype: fact\nid: m-lyra0001\n---\n\nThe zebra palette is Lyra's secret.\n"
     )
     ella = {
-        s.key: s
-        for s in read_pack(Vault.open(vault), "ella", peek=True, query="zebra palette").sections
+        s.key: s for s in read(Vault.open(vault), "ella", peek=True, query="zebra palette").sections
     }
     assert "recall" not in ella or "lyra-only" not in ella["recall"].text
     lyra = {
-        s.key: s
-        for s in read_pack(Vault.open(vault), "lyra", peek=True, query="zebra palette").sections
+        s.key: s for s in read(Vault.open(vault), "lyra", peek=True, query="zebra palette").sections
     }
     assert "agents/lyra/memory/lyra-only.md" in lyra["recall"].text
 
 
 def test_approved_bank_note_leaves_recall_once_it_is_memory(vault: Path) -> None:
     from vaultmem.bank.review import approve
-    from vaultmem.recall.query import recall
+    from vaultmem.search.query import recall
 
     v = Vault.open(vault)
     res = retain.retain(v, "The quokka endpoint returns 418 on purpose", agent="ella", type_="fact")

@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from vaultmem.core.errors import LockTimeoutError, UsageError
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault
-from vaultmem.recall import manifest, refresh
-from vaultmem.recall.query import parse_query, recall
+from vaultmem.search import manifest, refresh
+from vaultmem.search.query import parse_query, recall
 
 
 def _v(path: Path) -> Vault:

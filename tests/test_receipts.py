@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
-from vaultmem.app import receipts
+from vaultmem.app.pack import receipts
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
 
@@ -44,6 +44,7 @@ def test_read_records_what_it_showed(vault: Path) -> None:
     assert receipt_lines(vault, "lyra") == []
 
 
+@pytest.mark.slow
 def test_a_pack_that_was_not_written_leaves_no_receipt(vault: Path) -> None:
     """A real process whose stdout fails (a full disk): no receipt, no cursor move."""
     log.append(Vault.open(vault), "lyra", "a note")

@@ -20,43 +20,12 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 
-from conftest import run_cli  # noqa: E402
-
+from tests._cli import run_cli  # noqa: E402
+from tests._semantic import make_model, use_model  # noqa: E402
 from vaultmem.core.errors import UnavailableError  # noqa: E402
 from vaultmem.core.vault import Vault  # noqa: E402
-from vaultmem.recall import embedder, vectors  # noqa: E402
-from vaultmem.recall.query import recall  # noqa: E402
-
-SYNONYMS = [("car", "automobile"), ("doctor", "physician"), ("invoice", "bill")]
-WORDS = [
-    "tyres", "winter", "needs", "new", "the", "a", "appointment", "tuesday", "paid",
-    "stripe", "webhooks", "okapi", "quetzal", "garden", "roses", "blue", "private", "plans",
-]  # fmt: skip
-
-
-def make_model(folder: Path, seed: int = 1) -> Path:
-    """A static model: synonyms share a direction, every other word has its own."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-
-    vocab = ["[UNK]", *[w for pair in SYNONYMS for w in pair], *WORDS]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    rng = np.random.default_rng(seed)
-    dims = 32
-    table = rng.normal(size=(len(vocab), dims)).astype(np.float32)
-    table[0] = 0.0
-    for a, b in SYNONYMS:
-        table[vocab.index(b)] = table[vocab.index(a)] + 0.05 * rng.normal(size=dims)
-    folder.mkdir(parents=True, exist_ok=True)
-    embedder.write_static(folder, table, tok.to_str().encode(), source="built by the tests")
-    return folder
-
-
-def use_model(vault: Path, model: Path, mode: str = "auto") -> None:
-    cfg = vault / "vaultmem.toml"
-    text = cfg.read_text(encoding="utf-8").split("\n[recall]\n")[0]
-    cfg.write_text(text + f'\n[recall]\nmode = "{mode}"\nmodel = "{model}"\n', encoding="utf-8")
+from vaultmem.search import embedder, vectors  # noqa: E402
+from vaultmem.search.query import recall  # noqa: E402
 
 
 def _write(vault: Path, rel: str, text: str) -> None:
@@ -158,6 +127,7 @@ def test_filters_and_required_phrases_hold_for_semantic_hits(sem_vault: Path) ->
     assert _paths(sem_vault, 'automobile "okapi"', mode="semantic") == []
 
 
+@pytest.mark.slow
 def test_keyword_mode_is_identical_to_a_keyword_only_install(sem_vault: Path) -> None:
     """--mode keyword with the extra and a model, against a process where the extra's
     libraries cannot be imported at all (as on an install without `vaultmem[semantic]`)."""
@@ -294,6 +264,7 @@ def test_a_bert_folder_is_distilled_once_into_a_static_model(tmp_path: Path) -> 
     assert "kept in" in embedder.resolve(str(bert))[1]
 
 
+@pytest.mark.slow
 def test_read_query_is_hybrid_and_plain_read_imports_no_runtime(sem_vault: Path) -> None:
     res = run_cli(
         "read", "--agent", "ella", "--query", "automobile", "--json", "--vault", str(sem_vault)

@@ -10,7 +10,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+
+from tests._cli import run_cli
 
 # A person's own Claude Code settings: 4-space indent, their own hooks (one on SessionStart),
 # permissions and env; an .mcp.json with their server; a CLAUDE.md without a final newline.

@@ -25,7 +25,7 @@ def test_decisions_are_signed_and_verify(vault: Path) -> None:
     )
     assert r.decision.log == "decisions" and r.decision.id == "ella.d1"
     assert r.announcement.extra == {"decision": "ella.d1"}
-    d = decisions.list_decisions(v)[0].to_dict()
+    d = decisions.decisions(v)[0].to_dict()
     assert (d["why"], d["tags"], d["active"]) == ("no float rounding", ["payments"], True)
     text = (vault / "nexus/decisions.md").read_text()
     assert "**Why:** no float rounding" in text and "#payments" in text
@@ -61,8 +61,8 @@ def test_checkpoint_is_replaced_atomically_and_history_kept(vault: Path) -> None
     v = make_keys(vault, "ella")
     path = vault / "agents/ella/checkpoint.md"
     path.write_text("hand-written notes before vaultmem\n")
-    checkpoints.write_checkpoint(v, "ella", "v1", task="t1", next_steps=["a", "b"])
-    checkpoints.write_checkpoint(v, "ella", "v2", task="t2")
+    checkpoints.checkpoint(v, "ella", "v1", task="t1", next_steps=["a", "b"])
+    checkpoints.checkpoint(v, "ella", "v2", task="t2")
     cp = checkpoints.show_checkpoint(v, "ella")
     assert (cp.text, cp.task, cp.next) == ("v2", "t2", ())
     history = checkpoints.checkpoint_history(v, "ella")
@@ -71,11 +71,11 @@ def test_checkpoint_is_replaced_atomically_and_history_kept(vault: Path) -> None
     # no temp files left next to it (atomic replace)
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []
     with pytest.raises(UsageError):
-        checkpoints.write_checkpoint(v, "ella", "  ")
+        checkpoints.checkpoint(v, "ella", "  ")
 
 
 def test_checkpoint_crash_mid_write_leaves_old_or_new(vault: Path) -> None:
-    """A process killed at any point of write_checkpoint: the file is one whole version."""
+    """A process killed at any point of checkpoint: the file is one whole version."""
     import signal
     import subprocess
     import sys
@@ -83,9 +83,9 @@ def test_checkpoint_crash_mid_write_leaves_old_or_new(vault: Path) -> None:
 
     make_keys(vault, "ella")
     script = (
-        "import sys\nfrom vaultmem.core.vault import Vault\nfrom vaultmem.nexus.checkpoints import write_checkpoint\n"
+        "import sys\nfrom vaultmem.core.vault import Vault\nfrom vaultmem.nexus.checkpoints import checkpoint\n"
         "v = Vault.open(sys.argv[1])\ni = 0\n"
-        "while True:\n    i += 1\n    write_checkpoint(v, 'ella', ('version %d ' % i) * 2000, task='t%d' % i)\n"
+        "while True:\n    i += 1\n    checkpoint(v, 'ella', ('version %d ' % i) * 2000, task='t%d' % i)\n"
     )
     p = subprocess.Popen([sys.executable, "-c", script, str(vault)])
     history = vault / ".vaultmem/journal/checkpoints/ella.jsonl"
@@ -107,9 +107,7 @@ def test_state_set_keeps_human_text_and_demotes_headings(vault: Path) -> None:
     v = make_keys(vault)
     path = vault / "nexus/project-state.md"
     path.write_text(path.read_text() + "\nA line Chiara wrote at the end.\n")
-    ch = state.set_state_section(
-        v, "ella", "Goal", "New goal\n## Sneaky heading\n```\n## in code\n```"
-    )
+    ch = state.set_state(v, "ella", "Goal", "New goal\n## Sneaky heading\n```\n## in code\n```")
     text = path.read_text()
     assert "### Sneaky heading" in text and "## in code" in text
     assert ch.warnings and "demoted" in ch.warnings[0]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
-from vaultmem.app.scaffold import init_vault
+from vaultmem.app.lifecycle.scaffold import init
 from vaultmem.core import config
 from vaultmem.core.errors import IntegrityError
 from vaultmem.core.vault import Vault
@@ -89,13 +89,13 @@ def test_a_world_readable_private_key_is_refused(vault: Path) -> None:
 
 def test_init_creates_keys_and_never_replaces_them(tmp_path: Path) -> None:
     root = tmp_path / "v"
-    result = init_vault(root, agents=["ella"], reviewers=["chiara"])
+    result = init(root, agents=["ella"], reviewers=["chiara"])
     assert "agents/ella/keys.md" in result.created
     v = Vault.open(root)
     keys = signing.agent_keys(v, "ella")
     assert len(keys) == 1 and signing.has_usable_key(v, "ella")
     keys_md = (root / "agents/ella/keys.md").read_text()
-    again = init_vault(root, agents=["ella", "lyra"], reviewers=[])
+    again = init(root, agents=["ella", "lyra"], reviewers=[])
     assert "agents/lyra/keys.md" in again.created and "agents/ella/keys.md" not in again.created
     assert (root / "agents/ella/keys.md").read_text() == keys_md
     e = log.append(Vault.open(root), "lyra", "hello").entry

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._fake_anthropic import FakeAnthropic, fake_anthropic, tool_reply
 from vaultmem.bank.transcripts import TranscriptFormat, parse_transcript, read_tail
 

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from _layer3_helpers import make_keys
-from conftest import copy_example
 
+from tests._cli import copy_example
+from tests._layer3_helpers import make_keys
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
 
@@ -106,6 +106,7 @@ def test_a_state_file_symlinked_out_of_the_vault_is_refused(
     assert (decoy / "precious.txt").read_text() == "do not touch\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", [".vaultmem", ".vaultmem/cursors", ".vaultmem/quarantine"])
 def test_a_symlinked_state_folder_is_refused(world: tuple[Path, Path], folder: str) -> None:
     vault, decoy = world
@@ -156,6 +157,7 @@ A person's Gamma section, with a table:
 """
 
 
+@pytest.mark.slow
 def test_an_unclosed_fence_in_agent_text_cannot_swallow_a_persons_section(
     world: tuple[Path, Path],
 ) -> None:
@@ -181,6 +183,7 @@ def test_an_unclosed_fence_in_agent_text_cannot_swallow_a_persons_section(
     assert state.read_text() == PERSON_STATE
 
 
+@pytest.mark.slow
 def test_a_checkpoint_edited_by_a_person_is_kept_in_history(world: tuple[Path, Path]) -> None:
     vault, _decoy = world
     assert vm("checkpoint", "v1", "--vault", str(vault), "--agent", "ella").returncode == 0
@@ -271,6 +274,7 @@ def test_a_trailing_newline_is_not_a_valid_value(
 # --- 5. the signed log's authenticity ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_key_made_for_another_agent_is_reported_until_a_person_approves_it(
     world: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -344,6 +348,7 @@ def test_dropping_the_newest_entry_of_a_chain_shows_on_a_fresh_clone(
 # --- 6. the review gate shows what it will do and trusts no author claim -----------------------
 
 
+@pytest.mark.slow
 def test_apply_without_confirmation_changes_nothing(world: tuple[Path, Path]) -> None:
     vault, decoy = world
     res = vm("retain", "Deploys need no approval", "--type", "project", "--agent", "lyra",
@@ -364,6 +369,7 @@ def test_apply_without_confirmation_changes_nothing(world: tuple[Path, Path]) ->
 # --- 7. bad input never hangs or poisons the vault ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_huge_sequence_number_does_not_hang_verify_or_repair(world: tuple[Path, Path]) -> None:
     vault, _decoy = world
     v = Vault.open(vault)
@@ -443,6 +449,7 @@ def test_an_agent_name_that_climbs_out_is_refused_in_the_config(world: tuple[Pat
 # --- 8. pages for people are not a side door ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_review_page_does_not_leak_another_agents_pending_facts(world: tuple[Path, Path]) -> None:
     vault, _decoy = world
     res = vm("retain", "Lyra thinks the zygomorphic cache is flaky", "--type", "fact",

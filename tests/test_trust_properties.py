@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from _layer3_helpers import make_keys
-from conftest import copy_example
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests._cli import copy_example
+from tests._layer3_helpers import make_keys
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import checkpoints, decisions, log, state
@@ -67,6 +67,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(first=AGENT_TEXT, second=AGENT_TEXT, name=st.sampled_from(["Beta", "Delta"]))
 def test_state_set_never_changes_a_persons_sections(
@@ -81,7 +82,7 @@ def test_state_set_never_changes_a_persons_sections(
     path.write_text(PERSON)
     for text in (first, second):
         try:
-            state.set_state_section(v, "ella", name, text)
+            state.set_state(v, "ella", name, text)
         except VaultmemError:
             continue  # refused (a secret-looking text): nothing was written
     after = path.read_text()
@@ -94,6 +95,7 @@ def test_state_set_never_changes_a_persons_sections(
         assert PERSON[PERSON.index("## Beta") :].rstrip("\n") in after
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(summary=AGENT_TEXT, body=AGENT_TEXT)
 def test_append_and_decide_only_add_bytes(
@@ -131,7 +133,7 @@ def test_checkpoint_keeps_what_a_person_wrote_in_history(
     cp.write_bytes(cp.read_bytes() + person.encode("utf-8", "surrogatepass"))
     mine = cp.read_bytes().decode("utf-8", "surrogatepass")
     try:
-        checkpoints.write_checkpoint(v, "ella", text or "x")
+        checkpoints.checkpoint(v, "ella", text or "x")
     except VaultmemError:
         assert cp.read_bytes().decode("utf-8", "surrogatepass") == mine
         return

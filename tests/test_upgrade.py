@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_cli
-
-from vaultmem.app.upgrade import MIGRATIONS, current_format, upgrade
+from tests._cli import run_cli
+from vaultmem.app.lifecycle.upgrade import MIGRATIONS, current_format, upgrade
 from vaultmem.core.vault import Vault
 
 OLD_FACT = """---

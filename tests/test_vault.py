@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.app.scaffold import init_vault, set_toml_names
+from vaultmem.app.lifecycle.scaffold import init, set_toml_names
 from vaultmem.core.config import Config, parse_config
 from vaultmem.core.errors import (
     ConfigError,
@@ -90,7 +90,7 @@ def test_config_defaults_and_errors(tmp_path: Path) -> None:
 
 
 def test_init_creates_layout(tmp_path: Path) -> None:
-    result = init_vault(tmp_path / "v", agents=["ella"], reviewers=["chiara"])
+    result = init(tmp_path / "v", agents=["ella"], reviewers=["chiara"])
     root = Path(result.root)
     for rel in (
         "vaultmem.toml",
@@ -110,20 +110,20 @@ def test_init_creates_layout(tmp_path: Path) -> None:
 
 def test_init_is_idempotent_and_never_overwrites(tmp_path: Path) -> None:
     root = tmp_path / "v"
-    init_vault(root, agents=["ella"], reviewers=[])
+    init(root, agents=["ella"], reviewers=[])
     identity = root / "agents/ella/IDENTITY.md"
     identity.write_text("my own words\n")
     (root / "vaultmem.toml").write_text(
         (root / "vaultmem.toml").read_text() + "\n# a comment a person added\n"
     )
-    again = init_vault(root, agents=["ella", "lyra"], reviewers=["chiara"])
+    again = init(root, agents=["ella", "lyra"], reviewers=["chiara"])
     assert identity.read_text() == "my own words\n"
     assert again.agents_added == ("lyra",) and again.reviewers_added == ("chiara",)
     assert "agents/lyra/IDENTITY.md" in again.created
     text = (root / "vaultmem.toml").read_text()
     assert "# a comment a person added" in text
     assert Vault.open(root).config.agents == ("ella", "lyra")
-    third = init_vault(root, agents=["ella"], reviewers=[])
+    third = init(root, agents=["ella"], reviewers=[])
     assert not [c for c in third.created if not c.startswith(".vaultmem")]
 
 
@@ -133,7 +133,7 @@ def test_init_adopts_existing_notes(tmp_path: Path) -> None:
     (root / "todo.md").write_text("# Todo\n")
     (root / "memory").mkdir()
     (root / "memory" / "MEMORY.md").write_text("# Mine\n")
-    result = init_vault(root, agents=["ella"], reviewers=[])
+    result = init(root, agents=["ella"], reviewers=[])
     assert result.adopted_notes == 2
     assert (root / "todo.md").read_text() == "# Todo\n"
     assert (root / "memory" / "MEMORY.md").read_text() == "# Mine\n"
@@ -141,7 +141,7 @@ def test_init_adopts_existing_notes(tmp_path: Path) -> None:
 
 def test_init_refuses_agent_reviewer_clash(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="both an agent and a reviewer"):
-        init_vault(tmp_path / "v", agents=["ella"], reviewers=["ella"])
+        init(tmp_path / "v", agents=["ella"], reviewers=["ella"])
     assert not (tmp_path / "v" / "vaultmem.toml").exists()
 
 

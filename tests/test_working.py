@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
+from tests._cli import run_cli
 from tests._layer3_helpers import fresh_vault
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import working
@@ -195,7 +195,7 @@ def test_concurrent_sets_from_two_processes_lose_nothing(vault: Path) -> None:
         for name in ("a", "b")
     ]
     assert all(p.wait(timeout=120) == 0 for p in procs)
-    keys = {i.key for i in working.read_working(Vault.open(vault), "ella").items}
+    keys = {i.key for i in working.wm_list(Vault.open(vault), "ella").items}
     assert keys == {f"{name}-{i}" for name in ("a", "b") for i in range(n)}
     # and through the CLI, as two real `vaultmem wm set` processes at once
     cmds = [
@@ -216,5 +216,5 @@ def test_concurrent_sets_from_two_processes_lose_nothing(vault: Path) -> None:
     ]
     procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in cmds]
     assert all(p.wait(timeout=60) == 0 for p in procs)
-    keys = {i.key for i in working.read_working(Vault.open(vault), "ella").items}
+    keys = {i.key for i in working.wm_list(Vault.open(vault), "ella").items}
     assert {"cli-a", "cli-b"} <= keys and len(keys) == 2 * n + 2

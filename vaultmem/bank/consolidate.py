@@ -21,9 +21,9 @@ from typing import Any
 
 from vaultmem.bank import review_page, store
 from vaultmem.bank.model import EVIDENCE_HEADING
+from vaultmem.bank.similarity import signature, similarity
 from vaultmem.core import clock, notes
 from vaultmem.core.fsio import create_exclusive
-from vaultmem.core.similarity import signature, similarity
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.bank.model import LIVE, BankFact, Match, Proposal
+from vaultmem.bank.similarity import Signature, signature, similarity
 from vaultmem.bank.store import list_bank
-from vaultmem.core.similarity import Signature, signature, similarity
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts
 
@@ -43,7 +43,7 @@ def memory_candidates(
     about those, so a repeat is absorbed as a duplicate instead of being proposed again.
     """
     out = []
-    for fact in facts.list_facts(vault, include_inactive=include_inactive):
+    for fact in facts.memories(vault, include_inactive=include_inactive):
         if fact.agent is not None and fact.agent != agent:
             continue
         out.append(_candidate(vault, "memory", fact, fact.text or fact.description))

@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.bank import llm
 from vaultmem.bank.model import BANK_TYPES as FACT_TYPES
 from vaultmem.bank.model import MAX_TEXT
 from vaultmem.bank.transcripts import Transcript, TranscriptFormat
+from vaultmem.core import llm
 from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
 from vaultmem.core.errors import UsageError
 from vaultmem.core.secrets import Finding, redact_outbound

@@ -30,13 +30,13 @@ from vaultmem.bank.model import (
     derive_name,
 )
 from vaultmem.bank.review_page import refresh_review_page
+from vaultmem.bank.similarity import signature
 from vaultmem.bank.store import bank_files, bank_lock, memory_lock, read_quick
 from vaultmem.core import clock, notes
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.secrets import Finding
-from vaultmem.core.similarity import signature
 from vaultmem.core.tags import clean_tags
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts

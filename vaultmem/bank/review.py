@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.bank import dedupe, model, review_page, store
+from vaultmem.bank.similarity import normalise, signature
 from vaultmem.core import clock, notes
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import ReviewRefusedError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
-from vaultmem.core.similarity import normalise, signature
 from vaultmem.core.vault import Vault, resolve_reviewer
 from vaultmem.memory import facts
 
@@ -344,7 +344,7 @@ def merge(
                 updates["source"] = sources
             new = notes.set_frontmatter(head + body, updates, path=mpath)
             atomic_write(mpath, new)
-            target = facts.list_facts(vault)
+            target = facts.memories(vault)
             merged_fact = next(f for f in target if f.path == vault.rel(mpath))
         after = store.set_status(
             vault,

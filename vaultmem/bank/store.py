@@ -25,11 +25,11 @@ from vaultmem.bank.model import (
     fact_from_note,
     split_body,
 )
+from vaultmem.bank.similarity import signature
 from vaultmem.core import clock, notes
 from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.locking import exclusive, lock_path
-from vaultmem.core.similarity import signature
 from vaultmem.core.vault import Vault
 
 _QUICK_KEY = re.compile(

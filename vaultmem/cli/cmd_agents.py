@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from vaultmem.app.hooks import HookEvent
-from vaultmem.app.setup import SetupScope
+from vaultmem.app.hooks.contract import HookEvent
+from vaultmem.app.setup.plan import SetupScope
 from vaultmem.cli.base import (
     AgentOpt,
     JsonOpt,
@@ -49,7 +49,7 @@ RemoveOpt = Annotated[
 
 
 def _finish(plan: Any, dry_run: bool, as_json: bool) -> None:
-    from vaultmem.app.setup import apply_plan
+    from vaultmem.app.setup.plan import apply_plan
 
     if not dry_run:
         apply_plan(plan)
@@ -124,7 +124,7 @@ def setup_claude_code(
     text are kept byte for byte; running it twice changes nothing; --remove takes out only what
     it added.
     """
-    from vaultmem.app.setup import plan_claude_code, plan_plugin
+    from vaultmem.app.setup.plan import plan_claude_code, plan_plugin
 
     v, who = _vault_and_agent(vault, agent)
     if plugin is not None:
@@ -163,7 +163,7 @@ def setup_codex(
     Both are marked blocks: a re-run updates them, --remove takes them out, and nothing else in
     either file changes.
     """
-    from vaultmem.app.setup import plan_codex
+    from vaultmem.app.setup.plan import plan_codex
     from vaultmem.core.config import ENV_CODEX_HOME, env
 
     v, who = _vault_and_agent(vault, agent)
@@ -202,7 +202,7 @@ def setup_cursor(
     as_json: JsonOpt = False,
 ) -> None:
     """Cursor: the MCP server in .cursor/mcp.json and an always-applied rule."""
-    from vaultmem.app.setup import plan_cursor
+    from vaultmem.app.setup.plan import plan_cursor
 
     v, who = _vault_and_agent(vault, agent)
     plan = plan_cursor(
@@ -217,7 +217,7 @@ def setup_cursor(
 )
 def setup_generic(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Any MCP client: print the instruction block and the MCP server entry to paste."""
-    from vaultmem.app.setup import plan_generic
+    from vaultmem.app.setup.plan import plan_generic
 
     v, who = _vault_and_agent(vault, agent)
     plan = plan_generic(v, who)

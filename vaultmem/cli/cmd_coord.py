@@ -69,10 +69,10 @@ def alerts(
 
     Raise one with `vaultmem append TEXT --type alert`; close it with `vaultmem resolve ID`.
     """
-    from vaultmem.app.inbox import entry_head, status_note
-    from vaultmem.nexus.alerts import list_alerts
+    from vaultmem.app.pack.inbox import entry_head, status_note
+    from vaultmem.nexus import alerts as alerts_mod
 
-    found = list_alerts(open_vault(vault), include_resolved=all_)
+    found = alerts_mod.alerts(open_vault(vault), include_resolved=all_)
     if as_json:
         emit_json({"alerts": [a.to_dict() for a in found]})
         return
@@ -282,7 +282,7 @@ def receipts(
     """What an agent was shown, and when: every read, inbox and recall that showed it entries
     or facts. `--until ella.d1` answers "what had ella seen when she made that decision?".
     """
-    from vaultmem.app.receipts import receipts as do_receipts
+    from vaultmem.app.pack.receipts import receipts as do_receipts
 
     v = open_vault(vault)
     found = do_receipts(v, agent or "", since=since, until=until)

@@ -52,13 +52,15 @@ def init(
     Run it again to add an agent or a reviewer. The --agent option here names the agents to
     create (it may be repeated), unlike elsewhere where it names the acting agent.
     """
-    from vaultmem.app.scaffold import init_vault
+    from vaultmem.app.lifecycle import scaffold as scaffold_mod
 
     target = path or vault or Path.cwd()
-    result = init_vault(target, agents=agents or [], reviewers=reviewers or [], language=language)
+    result = scaffold_mod.init(
+        target, agents=agents or [], reviewers=reviewers or [], language=language
+    )
     git_note = None
     if with_git:
-        from vaultmem.app.sync import init_git
+        from vaultmem.app.sync.pipeline import init_git
         from vaultmem.core.vault import Vault
 
         git_note = init_git(Vault.open(Path(result.root)))
@@ -126,7 +128,7 @@ def status(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
 
     Exits 0 even when problems are listed: status reports, `verify` judges.
     """
-    from vaultmem.app.status import status as vault_status
+    from vaultmem.app.lifecycle.status import status as vault_status
 
     report = vault_status(open_vault(vault))
     if as_json:
@@ -151,7 +153,7 @@ def upgrade(
     Runs only the migrations the vault has not seen, records the new `format` in
     vaultmem.toml, and keeps every line a person wrote. Safe to run again.
     """
-    from vaultmem.app.upgrade import upgrade as do_upgrade
+    from vaultmem.app.lifecycle.upgrade import upgrade as do_upgrade
 
     report = do_upgrade(open_vault(vault), dry_run=dry_run)
     if as_json:

@@ -97,7 +97,7 @@ def digest(
     and channel, deterministically. Signed by --agent; a period is digested again only when
     its entries changed. The log is never changed.
     """
-    from vaultmem.app.digest import digest as do_digest
+    from vaultmem.app.condense.digest import digest as do_digest
 
     api_key, base_url = _key()
     run = do_digest(
@@ -152,7 +152,7 @@ def compact(
     entries; otherwise nothing moves and it exits 8 naming the periods (run vaultmem digest).
     Nothing is deleted; verify still passes; read shows the digests instead.
     """
-    from vaultmem.app.compact import compact as do_compact
+    from vaultmem.app.condense.compact import compact as do_compact
 
     result = do_compact(open_vault(vault), older_than, dry_run=dry_run)
     if as_json:
@@ -192,7 +192,7 @@ def profile(
     lists the highest-value memories by type. read shows it near the top, marked stale when
     the memories changed since.
     """
-    from vaultmem.app.profile import build, profile_path
+    from vaultmem.app.condense.profile import build, profile_path
 
     v = open_vault(vault)
     scopes: list[str | None] = [None] if not agent else [None, v.require_agent(agent)]
@@ -247,7 +247,7 @@ def consolidate(
     each other, become pending proposals in --agent's bank; approving one replaces the whole
     cluster with one memory. Memory is never changed by this command.
     """
-    from vaultmem.app.consolidate import consolidate as do_consolidate
+    from vaultmem.app.condense.consolidate import consolidate as do_consolidate
 
     run = do_consolidate(open_vault(vault), agent, dry_run=dry_run)
     if as_json:

@@ -142,7 +142,7 @@ def verify(
 
     v = open_vault(vault)
     report = do_verify(v, full=full)
-    from vaultmem.app.status import identity_problems, memory_problems
+    from vaultmem.app.lifecycle.status import identity_problems, memory_problems
 
     other = [p for p in identity_problems(v) + memory_problems(v)]
     if as_json:

@@ -164,14 +164,14 @@ def log_cmd(
     if ctx.invoked_subcommand:
         return
     from vaultmem.cli.output_log import print_entries
-    from vaultmem.nexus.reading import read_log
+    from vaultmem.nexus.reading import log
 
     v = open_vault(vault)
-    entries = read_log(v, tail=tail, since=since, agent=agent, channel=channel, type_=type_, to=to)
+    entries = log(v, tail=tail, since=since, agent=agent, channel=channel, type_=type_, to=to)
     if as_json and not follow:
         rows = [e.to_dict() for e in entries]
         if reader is not None and entries:
-            from vaultmem.app.receipts import shown_ids
+            from vaultmem.app.pack.receipts import shown_ids
 
             seen = shown_ids(v, v.require_agent(reader), since=entries[0].time)
             for row in rows:
@@ -266,9 +266,9 @@ def decisions(
     as_json: JsonOpt = False,
 ) -> None:
     """List active decisions, oldest first."""
-    from vaultmem.nexus.decisions import list_decisions
+    from vaultmem.nexus import decisions as decisions_mod
 
-    found = list_decisions(open_vault(vault), include_superseded=all_)
+    found = decisions_mod.decisions(open_vault(vault), include_superseded=all_)
     if as_json:
         emit_json({"decisions": [d.to_dict() for d in found]})
         return
@@ -339,7 +339,7 @@ def checkpoint(
             )
         emit(Path(v.root / cp.path).read_text(encoding="utf-8"))
         return
-    cp, found = checkpoints.write_checkpoint(
+    cp, found = checkpoints.checkpoint(
         v,
         agent or "",
         read_text_arg(text) if text is not None else "",
@@ -433,9 +433,9 @@ def state_set(
     starts with '-' (a markdown list) goes after `--`, or on stdin with '-':
     vaultmem state set --agent ella -- Status "- done"
     """
-    from vaultmem.nexus.state import set_state_section
+    from vaultmem.nexus.state import set_state
 
-    change = set_state_section(open_vault(vault), agent or "", section, read_text_arg(text))
+    change = set_state(open_vault(vault), agent or "", section, read_text_arg(text))
     warn_redactions(change.redactions)
     for w in change.warnings:
         warn(w)

@@ -18,6 +18,7 @@ from vaultmem.cli.base import (
     read_text_arg,
 )
 from vaultmem.cli.hot import warn_redactions
+from vaultmem.memory import facts as facts_mod
 from vaultmem.memory.facts import FactType, Scope
 
 
@@ -88,9 +89,8 @@ def memories(
     as_json: JsonOpt = False,
 ) -> None:
     """List facts (shared and per agent), newest last."""
-    from vaultmem.memory.facts import list_facts
 
-    facts = list_facts(open_vault(vault), type_=type_, include_inactive=all_)
+    facts = facts_mod.memories(open_vault(vault), type_=type_, include_inactive=all_)
     if agent:
         facts = [f for f in facts if f.agent in (None, agent)]
     if as_json:

@@ -13,8 +13,8 @@ import typer
 from vaultmem.cli.base import AgentOpt, JsonOpt, VaultOpt, commands, emit, emit_json, example
 from vaultmem.cli.hot import warn_freshness
 from vaultmem.cli.io import warn
-from vaultmem.recall import manifest, refresh
-from vaultmem.recall.documents import Kind
+from vaultmem.search import manifest, refresh
+from vaultmem.search.documents import Kind
 
 
 @commands.command(
@@ -138,7 +138,7 @@ def index_cmd(
     could not read cleanly; `vaultmem status` lists them too.
     """
     from vaultmem.cli.base import open_vault
-    from vaultmem.recall.query import load_model, resolve_mode
+    from vaultmem.search.query import load_model, resolve_mode
 
     v = open_vault(vault)
     mode = resolve_mode(v, "hybrid" if semantic else None)
@@ -213,8 +213,8 @@ def watch(
     import sys
 
     from vaultmem.cli.base import open_vault
-    from vaultmem.recall.watch import WatchEvent
-    from vaultmem.recall.watch import watch as do_watch
+    from vaultmem.search.watch import WatchEvent
+    from vaultmem.search.watch import watch as do_watch
 
     v = open_vault(vault)
 

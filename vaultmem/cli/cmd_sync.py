@@ -55,7 +55,7 @@ def sync(
     (it names them; a forked chain says `repair --merge-forks`), 7 when the vault is not a git
     repository or has no remote.
     """
-    from vaultmem.app import sync as sync_mod
+    from vaultmem.app.sync import pipeline as sync_mod
 
     v = open_vault(vault)
     if status:
@@ -116,7 +116,7 @@ def clone(
 ) -> None:
     """Clone a vault to a new machine: git clone, merge drivers, and this machine's keys for
     the agents that will write from it (a reviewer approves each: vaultmem keys approve)."""
-    from vaultmem.app.sync import clone as do_clone
+    from vaultmem.app.sync.pipeline import clone as do_clone
     from vaultmem.nexus.signing import create_key
 
     v = do_clone(url, path)
@@ -150,7 +150,7 @@ def merge_file(
 
     Exit 0 when merged, 1 when a person must resolve markers left in the file.
     """
-    from vaultmem.app.merge import MERGERS
+    from vaultmem.app.sync.merge import MERGERS
     from vaultmem.core.errors import UsageError
     from vaultmem.core.fsio import atomic_write
 

@@ -23,10 +23,11 @@ def read(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    from vaultmem.app.pack import commit_cursor, read_pack, record_receipt, render_markdown
+    from vaultmem.app.pack import build as build_mod
+    from vaultmem.app.pack.build import commit_cursor, record_receipt, render_markdown
 
     v = open_vault(vault)
-    pack = read_pack(v, agent or "", budget=budget, peek=peek, query=query)
+    pack = build_mod.read(v, agent or "", budget=budget, peek=peek, query=query)
     if as_json:
         emit_json(pack.to_dict())
     else:
@@ -43,7 +44,7 @@ def read(
 
 def record_shown(v: Any, agent: str, command: str, ids: list[str], paths: list[str]) -> None:
     """A receipt for output already written (never fails the command that wrote it)."""
-    from vaultmem.app.receipts import record
+    from vaultmem.app.pack.receipts import record
     from vaultmem.core.errors import VaultmemError
 
     sys.stdout.flush()
@@ -124,7 +125,7 @@ def recall(
 ) -> None:
     from functools import partial
 
-    from vaultmem.recall.query import recall as do_recall
+    from vaultmem.search.query import recall as do_recall
 
     result_vault = open_vault(vault)
     search = partial(
@@ -166,7 +167,7 @@ def recall(
 
 
 def inbox(*, vault: Path | None, agent: str | None, as_json: bool) -> None:
-    from vaultmem.app.inbox import inbox as do_inbox
+    from vaultmem.app.pack.inbox import inbox as do_inbox
 
     v = open_vault(vault)
     view = do_inbox(v, agent or "")
@@ -226,9 +227,9 @@ def wm_get(
 
 
 def wm_list(*, thread: str | None, vault: Path | None, agent: str | None, as_json: bool) -> None:
-    from vaultmem.nexus.working import read_working
+    from vaultmem.nexus import working as working_mod
 
-    held = read_working(open_vault(vault), agent or "", thread=thread)
+    held = working_mod.wm_list(open_vault(vault), agent or "", thread=thread)
     if as_json:
         emit_json(held.to_dict())
     elif not held.items:
@@ -281,8 +282,8 @@ def hook(
     as_json: bool,
 ) -> None:
     """Run one lifecycle hook: print what it adds to the agent's context, always exit 0."""
-    from vaultmem.app.hook_quick import read_stdin
-    from vaultmem.app.hooks import run_hook
+    from vaultmem.app.hooks.quick import read_stdin
+    from vaultmem.app.hooks.run import run_hook
 
     payload = read_stdin(sys.stdin)
     outcome = run_hook(str(event), payload, vault_path=vault, agent=agent)

@@ -49,12 +49,12 @@ def main() -> None:
 
 
 def _quiet_prompt() -> bool:
-    """`hook prompt` with nothing new: decided with os and json alone (app/hook_quick.py), so
+    """`hook prompt` with nothing new: decided with os and json alone (app/hooks/quick.py), so
     the hook that runs on every user turn costs little more than starting Python. Otherwise
     the payload is put back on stdin and the full hook runs."""
     import io
 
-    from vaultmem.app.hook_quick import nothing_new, read_stdin
+    from vaultmem.app.hooks.quick import nothing_new, read_stdin
 
     payload = read_stdin(sys.stdin)
     if nothing_new(sys.argv[3:], payload):

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from vaultmem.app.status import StatusReport
+    from vaultmem.app.lifecycle.status import StatusReport
     from vaultmem.memory.facts import Fact
 
 out = Console(highlight=False, soft_wrap=False)

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from vaultmem.recall.query import RecallResult
+    from vaultmem.search.query import RecallResult
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)

@@ -1,5 +1,5 @@
 """`retain --from TRANSCRIPT` and `retain --queued`: what the `retain` command prints for whole
-sessions (the use cases are in `vaultmem.app.retention`)."""
+sessions (the use cases are in `vaultmem.bank.retention`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from vaultmem.cli.io import emit, emit_json, warn
 
 def show_plan(v: Any, transcript: Any, label: str, as_json: bool) -> None:
     """--dry-run with a transcript: what would be sent, chunk by chunk; no request."""
-    from vaultmem.app.retention import plan
+    from vaultmem.bank.retention import plan
 
     chunks = plan(v, transcript)
     _warn_redactions([transcript])
@@ -44,7 +44,7 @@ def retain_from(
 ) -> None:
     import sys
 
-    from vaultmem.app.retention import load_transcript, retain_transcript
+    from vaultmem.bank.retention import load_transcript, retain_transcript
     from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
 
     transcript, label = load_transcript(path, sys.stdin.read() if path == "-" else None)
@@ -83,7 +83,7 @@ def report_retention(done: Any, as_json: bool) -> None:
 
 
 def retain_queued(v: Any, agent: str | None, dry_run: bool, as_json: bool) -> int:
-    from vaultmem.app.retention import queued, retain_queued
+    from vaultmem.bank.retention import queued, retain_queued
     from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
 
     if dry_run:

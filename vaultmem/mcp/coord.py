@@ -30,8 +30,8 @@ def coordination_tools(
         """What is open for you: entries addressed to you (or to all) that you have not acked
         and nobody resolved, however old, oldest first. Ack one with `append` (type "ack",
         `acks`: [its id]) once handled."""
-        from vaultmem.app.inbox import inbox as do_inbox
-        from vaultmem.app.receipts import record
+        from vaultmem.app.pack.inbox import inbox as do_inbox
+        from vaultmem.app.pack.receipts import record
 
         v = vault()
         who = me(v)
@@ -45,11 +45,11 @@ def coordination_tools(
     ) -> dict[str, Any]:
         """Open alerts, oldest first, with how often each was raised again. Raise one with
         `append` type "alert"; close it with `resolve`."""
-        from vaultmem.nexus.alerts import list_alerts
+        from vaultmem.nexus import alerts as alerts_mod
 
         v = vault()
         me(v)
-        return {"alerts": [a.to_dict() for a in list_alerts(v, include_resolved=all)]}
+        return {"alerts": [a.to_dict() for a in alerts_mod.alerts(v, include_resolved=all)]}
 
     def resolve(
         id: Annotated[str, Field(description="The alert (or handoff, question) to close.")],
@@ -85,10 +85,10 @@ def coordination_tools(
 
     def wm_list(thread: Thread = None) -> dict[str, Any]:
         """Everything in your working memory that has not expired (one thread, or all)."""
-        from vaultmem.nexus.working import read_working
+        from vaultmem.nexus import working as working_mod
 
         v = vault()
-        return dict(read_working(v, me(v), thread=strip(thread)).to_dict())
+        return dict(working_mod.wm_list(v, me(v), thread=strip(thread)).to_dict())
 
     def wm_del(key: Key, thread: Thread = None) -> dict[str, Any]:
         """Drop a value from your working memory."""

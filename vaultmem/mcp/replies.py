@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vaultmem.app.pack import Pack, read_pack, render_markdown
-from vaultmem.app.sections import estimate_tokens
+from vaultmem.app.pack import build as build_mod
+from vaultmem.app.pack.build import Pack, render_markdown
+from vaultmem.app.pack.sections import estimate_tokens
 from vaultmem.core.vault import Vault
 
 INSTRUCTIONS = """\
@@ -56,7 +57,7 @@ def read_reply(
 ) -> tuple[str, dict[str, Any], Pack]:
     """(markdown, compact data, pack) with the reply under `budget` tokens (0: no budget)."""
     limit = vault.config.read.budget if budget is None else budget
-    pack = read_pack(vault, agent, budget=limit, peek=peek, query=query)
+    pack = build_mod.read(vault, agent, budget=limit, peek=peek, query=query)
     markdown, data = render_markdown(pack), compact(pack)
     for _ in range(4):
         total = reply_tokens(markdown, data)
@@ -64,7 +65,7 @@ def read_reply(
             break
         # the budget counts the reply: give the pack what the data leaves
         inner = max(1, pack.tokens - (total - limit))
-        pack = read_pack(vault, agent, budget=inner, peek=peek, query=query)
+        pack = build_mod.read(vault, agent, budget=inner, peek=peek, query=query)
         pack = _with_budget(pack, limit)
         markdown, data = render_markdown(pack), compact(pack)
     data["tokens"] = reply_tokens(markdown, data)
@@ -78,7 +79,7 @@ def _with_budget(pack: Pack, limit: int) -> Pack:
 
 
 def decisions_text(vault: Vault) -> str:
-    from vaultmem.app.pack import decisions_section
+    from vaultmem.app.pack.build import decisions_section
 
     section = decisions_section(vault)
     return section.text if section is not None else "(no active decisions)"

@@ -33,9 +33,10 @@ from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.secrets import notices
 from vaultmem.core.vault import Vault
 from vaultmem.mcp import replies
+from vaultmem.memory import facts as facts_mod
 from vaultmem.memory.facts import FactType
 from vaultmem.nexus.entry import EntryType
-from vaultmem.recall.documents import Kind
+from vaultmem.search.documents import Kind
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -120,7 +121,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         entries from other agents since your last read, project state, memory indexes, your
         facts pending review), then compact data: the new entry ids, the ones awaiting your
         ack, what the budget dropped. Call it at the start of a session and before answering."""
-        from vaultmem.app.pack import commit_cursor, record_receipt
+        from vaultmem.app.pack.build import commit_cursor, record_receipt
 
         v = vault()
         markdown, data, pack = replies.read_reply(v, me(v), budget=budget, peek=peek, query=query)
@@ -185,11 +186,11 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         type: Annotated[EntryType | None, Field(description="Only this entry type.")] = None,
     ) -> dict[str, Any]:
         """Entries of the live-context log, oldest first (the log is shared by every agent)."""
-        from vaultmem.nexus.reading import read_log
+        from vaultmem.nexus import reading as reading_mod
 
         v = vault()
         me(v)
-        entries = read_log(
+        entries = reading_mod.log(
             v, tail=None if since else tail, since=since, agent=agent, channel=channel, type_=type
         )
         return {"entries": [e.to_dict() for e in entries]}
@@ -219,8 +220,8 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         """Search what you may see in the vault (shared notes and facts, the log, decisions,
         your own folder; never another agent's private notes or pending facts). Each hit has
         path, heading and line range."""
-        from vaultmem.app.receipts import record
-        from vaultmem.recall.query import recall as do_recall
+        from vaultmem.app.pack.receipts import record
+        from vaultmem.search.query import recall as do_recall
 
         v = vault()
         who = me(v)
@@ -265,11 +266,13 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         all: Annotated[bool, Field(description="Superseded decisions too, marked.")] = False,
     ) -> dict[str, Any]:
         """Active decisions, oldest first."""
-        from vaultmem.nexus.decisions import list_decisions
+        from vaultmem.nexus import decisions as decisions_mod
 
         v = vault()
         me(v)
-        return {"decisions": [d.to_dict() for d in list_decisions(v, include_superseded=all)]}
+        return {
+            "decisions": [d.to_dict() for d in decisions_mod.decisions(v, include_superseded=all)]
+        }
 
     def checkpoint(
         text: Annotated[
@@ -281,12 +284,13 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     ) -> dict[str, Any]:
         """Save your working checkpoint (replaces the previous one; every version is kept) so
         a new session resumes where this one stopped; without `text`, return it."""
-        from vaultmem.nexus.checkpoints import show_checkpoint, write_checkpoint
+        from vaultmem.nexus import checkpoints as checkpoints_mod
+        from vaultmem.nexus.checkpoints import show_checkpoint
 
         v = vault()
         if text is None:
             return dict(show_checkpoint(v, me(v)).to_dict())
-        cp, found = write_checkpoint(v, me(v), text, task=task, next_steps=next or ())
+        cp, found = checkpoints_mod.checkpoint(v, me(v), text, task=task, next_steps=next or ())
         return {**cp.to_dict(), "warnings": notices(found)}
 
     def state(
@@ -297,7 +301,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     ) -> dict[str, Any]:
         """The project-state file; with `section` and `text`, replace that section's body
         (other sections and what people wrote stay) and log the change."""
-        from vaultmem.nexus.state import read_state, set_state_section
+        from vaultmem.nexus.state import read_state, set_state
 
         v = vault()
         who = me(v)
@@ -305,7 +309,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
             return {"path": v.rel(v.project_state), "text": read_state(v)}
         if text is None:
             raise UsageError("state needs `text` with `section`", "pass the section's new body")
-        change = set_state_section(v, who, section, text)
+        change = set_state(v, who, section, text)
         return {
             "section": change.section,
             "created": change.created,
@@ -344,16 +348,15 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         type: Annotated[FactType | None, Field(description="Only facts of this type.")] = None,
     ) -> dict[str, Any]:
         """Active facts in shared memory and in your own memory (never another agent's)."""
-        from vaultmem.memory.facts import list_facts
 
         v = vault()
         who = me(v)
-        facts = list_facts(v, type_=type, include_inactive=False)
+        facts = facts_mod.memories(v, type_=type, include_inactive=False)
         return {"facts": [f.to_dict() for f in facts if f.agent in (None, who)]}
 
     def status() -> dict[str, Any]:
         """Vault health: agents, facts by type and status, problems found."""
-        from vaultmem.app.status import status as vault_status
+        from vaultmem.app.lifecycle.status import status as vault_status
 
         v = vault()
         me(v)
@@ -362,7 +365,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     def profile() -> dict[str, Any]:
         """The compact profile built from approved memory: the shared one and your own, as
         markdown (each line cites the memory it comes from), and whether it is stale."""
-        from vaultmem.app.profile import read_profile, stale
+        from vaultmem.app.condense.profile import read_profile, stale
 
         v = vault()
         agent = me(v)

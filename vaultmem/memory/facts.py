@@ -198,7 +198,7 @@ def fact_files(vault: Vault) -> Iterator[tuple[Path, str | None]]:
                     yield path, agent
 
 
-def list_facts(
+def memories(
     vault: Vault, *, type_: str | None = None, include_inactive: bool = True
 ) -> list[Fact]:
     """All readable facts, oldest first. Unparseable files are skipped here; status reports them."""
@@ -246,7 +246,7 @@ def find_fact(vault: Vault, ref: str) -> tuple[Path, notes.Note]:
 
 
 def _new_id(vault: Vault) -> str:
-    taken = {f.id for f in list_facts(vault)}
+    taken = {f.id for f in memories(vault)}
     while True:
         candidate = f"m-{secrets.token_hex(4)}"
         if candidate not in taken:

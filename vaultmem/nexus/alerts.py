@@ -100,7 +100,7 @@ class AlertView:
         return {**self.item.to_dict(self.agents), **self.sighting.to_dict()}
 
 
-def list_alerts(vault: Vault, *, include_resolved: bool = False) -> list[AlertView]:
+def alerts(vault: Vault, *, include_resolved: bool = False) -> list[AlertView]:
     """Open alerts, oldest first (`include_resolved`: every alert, resolved ones marked)."""
     index = coord.load(vault)
     seen = sightings(vault)

@@ -118,7 +118,7 @@ def show_checkpoint(vault: Vault, agent: str) -> Checkpoint:
     )
 
 
-def write_checkpoint(
+def checkpoint(
     vault: Vault,
     agent: str,
     text: str,

@@ -49,7 +49,7 @@ class DecideResult:
     warnings: tuple[str, ...] = ()
 
 
-def list_decisions(vault: Vault, *, include_superseded: bool = False) -> list[Decision]:
+def decisions(vault: Vault, *, include_superseded: bool = False) -> list[Decision]:
     """Decisions oldest first; superseded ones only when asked (marked with who replaced them)."""
     entries = read_file(vault.decisions).entries
     replaced: dict[str, str] = {}
@@ -95,7 +95,7 @@ def decide(
     warnings: list[str] = []
     if supersedes is not None:
         validate_id(supersedes)
-        existing = {d.entry.id: d for d in list_decisions(vault, include_superseded=True)}
+        existing = {d.entry.id: d for d in decisions(vault, include_superseded=True)}
         if supersedes not in existing:
             raise EntryNotFoundError(
                 f"no decision {supersedes!r} in {vault.rel(vault.decisions)}",

@@ -103,7 +103,7 @@ DEFAULT_TAIL = 20
 _TIME_RE = re.compile(r"\d{4}-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,6})?)?)?)?)?Z?")
 
 
-def read_log(
+def log(
     vault: Vault,
     *,
     tail: int | None = None,

@@ -142,7 +142,7 @@ def state_history(vault: Vault) -> list[dict[str, Any]]:
     return read_jsonl(_journal(vault))
 
 
-def set_state_section(vault: Vault, agent: str, section: str, text: str) -> StateChange:
+def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
     """Replace the body of `## section` (created at the end if missing) and log who did it.
 
     Everything is checked before the file is touched: the section name and text (secrets; a

@@ -192,7 +192,7 @@ def _load(vault: Vault, agent: str) -> list[Item]:
         return []
 
 
-def read_working(vault: Vault, agent: str, *, thread: str | None = None) -> Working:
+def wm_list(vault: Vault, agent: str, *, thread: str | None = None) -> Working:
     """The agent's unexpired items (of one thread when given)."""
     agent = vault.require_agent(agent)
     if thread is not None:
@@ -284,7 +284,7 @@ def _missing(agent: str, key: str, thread: str | None) -> NotFoundError:
 
 def wm_get(vault: Vault, agent: str, key: str, *, thread: str | None = None) -> Item:
     validate_name(key, "key")
-    for item in read_working(vault, agent, thread=thread).items:
+    for item in wm_list(vault, agent, thread=thread).items:
         if item.kind == ItemKind.KEY and item.thread == thread and item.key == key:
             return item
     raise _missing(agent, key, thread)

@@ -1,0 +1,69 @@
+"""Helpers every test imports as `tests._cli`: the example vault, the CLI in-process through its
+real error boundary, and `python -m vaultmem` as a real process."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "example-vault"
+
+
+def copy_example(dest: Path) -> Path:
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".vaultmem"))
+    return dest
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, stdin: str = "") -> Result:
+    """Run the CLI in-process through its real error boundary (vaultmem.cli.app.run)."""
+    from vaultmem.cli.app import run
+
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    code = 0
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                run(list(args))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.stdin = old_stdin
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_proc(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m vaultmem ARGS` as a real process."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "vaultmem", *args],
+        cwd=cwd,
+        env=full_env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -1,0 +1,57 @@
+"""A real MCP client over stdio against a real `vaultmem mcp` process (import only after
+`pytest.importorskip("mcp")`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+async def _session_call(
+    vault: Path, agent: str, calls: list[tuple[str, dict[str, Any]]]
+) -> tuple[list[str], list[Any]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultmem", "mcp", "--vault", str(vault), "--agent", agent],
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k.startswith(("VAULTMEM_", "HOME", "PATH", "XDG_"))
+        },
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = [t.name for t in (await session.list_tools()).tools]
+        results = [await session.call_tool(name, args) for name, args in calls]
+    return tools, results
+
+
+def call(
+    vault: Path, agent: str, *calls: tuple[str, dict[str, Any]]
+) -> tuple[list[str], list[Any]]:
+    return anyio.run(_session_call, vault, agent, list(calls))
+
+
+def payload(result: Any) -> Any:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def make_keys(vault: Path, *agents: str) -> None:
+    from tests._cli import run_cli
+
+    for agent in agents:
+        res = run_cli("keys", "create", "--vault", str(vault), "--agent", agent, "--json")
+        assert res.exit_code == 0, res.stderr
+        key = json.loads(res.stdout)["key_id"]
+        res = run_cli("keys", "approve", key, "--vault", str(vault), "--reviewer", "chiara")
+        assert res.exit_code == 0, res.stderr

@@ -1,0 +1,199 @@
+"""The MCP server through a real MCP client over stdio (a real `vaultmem mcp` process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests._mcp import call, make_keys, payload
+
+
+def test_tools_and_read(vault: Path) -> None:
+    tools, (pack, facts) = call(vault, "ella", ("read", {}), ("memories", {"type": "project"}))
+    assert {"read", "memories", "status"} <= set(tools)
+    assert not {"approve", "reject", "forget", "remember", "promote"} & set(tools)
+    markdown, data = pack.content[0].text, payload(pack)
+    assert markdown.startswith("# Session context for ella")
+    assert "Ella is the backend engineer" in markdown
+    assert data["agent"] == "ella" and "identity" in [s["key"] for s in data["sections"]]
+    names = {f["name"] for f in payload(facts)["facts"]}
+    assert "Project Orbit" in names and "Test suite rules" in names
+
+
+def test_read_reply_is_the_pack_plus_compact_data(vault: Path) -> None:
+    from tests._cli import run_cli
+
+    cli = run_cli("read", "--vault", str(vault), "--agent", "ella", "--peek")
+    _tools, (full, small) = call(
+        vault, "ella", ("read", {"peek": True}), ("read", {"peek": True, "budget": 700})
+    )
+    assert full.content[0].text.strip() == cli.stdout.strip()  # the pack as the CLI prints it
+    reply = sum(len(c.text) for c in full.content) + len(json.dumps(full.structured_content))
+    assert reply < 1.3 * len(cli.stdout)  # no second copy of every section
+    data = payload(small)
+    assert data["tokens"] <= 700 and data["budget"] == 700 and data["dropped"]
+    replied = sum(len(c.text) for c in small.content) + len(json.dumps(small.structured_content))
+    assert (replied + 3) // 4 <= 700  # the budget counts the whole reply
+
+
+def test_errors_are_tool_errors(vault: Path) -> None:
+    _tools, (bad,) = call(vault, "lyra", ("memories", {"type": 3}))
+    assert bad.is_error
+
+
+def test_unknown_agent_is_a_readable_error(vault: Path) -> None:
+    tools, (read, recall) = call(vault, "bob", ("read", {}), ("recall", {"query": "stripe"}))
+    assert "read" in tools  # the server started: the client sees the error, not a lost connection
+    for result in (read, recall):
+        assert result.is_error
+        text = result.content[0].text
+        assert "unknown agent 'bob'" in text and "known agents: ella, lyra" in text
+
+
+async def _schema(vault: Path) -> tuple[list[Any], list[Any], list[Any]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultmem", "mcp", "--vault", str(vault), "--agent", "ella"],
+        env={k: v for k, v in os.environ.items() if k.startswith(("VAULTMEM_", "HOME", "PATH"))},
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = (await session.list_tools()).tools
+        resources = (await session.list_resources()).resources
+        prompts = (await session.list_prompts()).prompts
+    return list(tools), list(resources), list(prompts)
+
+
+def test_schema_descriptions_enums_and_annotations(vault: Path) -> None:
+    tools, resources, prompts = anyio.run(_schema, vault)
+    by_name = {t.name: t for t in tools}
+    for tool in tools:
+        assert tool.description, tool.name
+        for name, prop in tool.input_schema.get("properties", {}).items():
+            assert prop.get("description"), f"{tool.name}.{name}"
+    defs = by_name["append"].input_schema["$defs"]
+    assert defs["EntryType"]["enum"] == [
+        "note", "handoff", "fix", "question", "answer", "decision", "alert", "ack", "state",
+        "resolve",
+    ]  # fmt: skip
+    assert "decision" in by_name["retain"].input_schema["$defs"]["FactType"]["enum"]
+    assert "checkpoint" in by_name["recall"].input_schema["$defs"]["Kind"]["enum"]
+    for name in ("log", "recall", "decisions", "memories", "status"):
+        assert by_name[name].annotations.read_only_hint is True, name
+    for name in ("append", "decide", "retain", "checkpoint", "read"):
+        notes = by_name[name].annotations
+        assert notes.read_only_hint is False and notes.destructive_hint is False, name
+    assert by_name["state"].annotations.destructive_hint is True
+    assert all(t.annotations.open_world_hint is False for t in tools)
+    assert {str(r.uri) for r in resources} == {
+        "vaultmem://memory/shared",
+        "vaultmem://agent/identity",
+        "vaultmem://agent/memory",
+        "vaultmem://state",
+        "vaultmem://decisions",
+    }
+    assert {p.name for p in prompts} == {"start-session", "end-session"}
+
+
+async def _resources_and_prompts(vault: Path, agent: str) -> dict[str, str]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultmem", "mcp", "--vault", str(vault), "--agent", agent],
+        env={k: v for k, v in os.environ.items() if k.startswith(("VAULTMEM_", "HOME", "PATH"))},
+    )
+    out: dict[str, str] = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for res in (await session.list_resources()).resources:
+            got = await session.read_resource(res.uri)
+            out[str(res.uri)] = got.contents[0].text  # type: ignore[union-attr]
+        for name, args in (("start-session", {"topic": "stripe webhooks"}), ("end-session", {})):
+            prompt = await session.get_prompt(name, args)
+            out[name] = prompt.messages[0].content.text  # type: ignore[union-attr]
+    return out
+
+
+def test_resources_and_prompts(vault: Path) -> None:
+    out = anyio.run(_resources_and_prompts, vault, "ella")
+    assert "# Ella" in out["vaultmem://agent/identity"]
+    assert "Test suite rules" in out["vaultmem://agent/memory"]
+    assert "Project Orbit" in out["vaultmem://memory/shared"]
+    assert "integer euro cents" in out["vaultmem://decisions"]
+    assert "## " in out["vaultmem://state"]
+    assert "You are agent `ella`" in out["start-session"]
+    assert "What the vault holds about: stripe webhooks" in out["start-session"]
+    assert "`checkpoint` where you stopped" in out["end-session"]
+    assert "`retain`" in out["end-session"] and "`append`" in out["end-session"]
+
+
+def test_two_agents_coordinate_over_mcp(vault: Path) -> None:
+    make_keys(vault, "ella", "lyra")
+    # ella reads once so that her cursor sits at the end of the shipped log
+    call(vault, "ella", ("read", {}))
+    _tools, (entry,) = call(
+        vault,
+        "lyra",
+        (
+            "append",
+            {"summary": "Checkout sends Idempotency-Key", "channel": "web", "type": "handoff"},
+        ),
+    )
+    lyra_entry = payload(entry)
+    assert lyra_entry["agent"] == "lyra" and lyra_entry["type"] == "handoff"
+    _tools, (first, second, ack, tail) = call(
+        vault,
+        "ella",
+        ("read", {}),
+        ("read", {}),
+        ("append", {"summary": "Got it", "type": "ack", "acks": [lyra_entry["id"]]}),
+        ("log", {"tail": 2}),
+    )
+    assert "Checkout sends Idempotency-Key" in first.content[0].text
+    assert payload(first)["new_entries"] == [lyra_entry["id"]]
+    assert payload(first)["awaiting_ack"] == [lyra_entry["id"]]
+    assert payload(second)["new_entries"] == []
+    assert "0 new entries from other agents" in second.content[0].text
+    assert payload(ack)["acks"] == [lyra_entry["id"]]
+    assert [e["id"] for e in payload(tail)["entries"]][-2:] == [
+        lyra_entry["id"],
+        payload(ack)["id"],
+    ]
+    from tests._cli import run_cli
+
+    assert run_cli("verify", "--vault", str(vault)).exit_code == 0
+
+
+def test_shared_state_and_retain_and_recall_tools(vault: Path) -> None:
+    make_keys(vault, "ella")
+    _tools, results = call(
+        vault,
+        "ella",
+        ("decide", {"text": "Prices are stored in cents", "why": "no float rounding"}),
+        ("decisions", {}),
+        (
+            "checkpoint",
+            {"text": "Half-way through the refund endpoint", "task": "refunds", "next": ["tests"]},
+        ),
+        ("checkpoint", {}),
+        ("state", {"section": "Status", "text": "Refunds in progress"}),
+        ("state", {}),
+        ("retain", {"text": "The staging database resets every Sunday", "type": "fact"}),
+        ("recall", {"query": "refund endpoint", "limit": 3}),
+    )
+    decided, listed, _saved, shown, _changed, state, retained, hits = (payload(r) for r in results)
+    assert decided["id"] in {d["id"] for d in listed["decisions"]}
+    assert shown["task"] == "refunds" and "refund endpoint" in shown["text"]
+    assert "Refunds in progress" in state["text"]
+    assert retained["outcome"] == "inserted"
+    assert any(h["path"] == "agents/ella/checkpoint.md" for h in hits["hits"])

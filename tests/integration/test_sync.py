@@ -1,0 +1,444 @@
+"""Several machines: git sync with a real bare repository and clones, and the merge drivers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vaultmem.app.sync.merge import merge_checkpoint, merge_index, merge_snapshot, merge_state
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+# --- merge drivers (pure) ----------------------------------------------------------------------
+
+INDEX = "# Memory\n\n- [[memory/a|A]] — a\n- [[memory/b|B]] — b\n"
+
+
+def test_index_merge_keeps_a_line_added_on_both_sides_once() -> None:
+    ours = INDEX + "- [[memory/c|C]] — c\n"
+    theirs = INDEX + "- [[memory/c|C]] — c\n- [[memory/d|D]] — d\n"
+    merged, conflict = merge_index(INDEX, ours, theirs)
+    assert not conflict
+    assert merged.count("memory/c|C") == 1 and "memory/d|D" in merged
+
+
+def test_index_merge_keeps_a_retraction_and_an_edit() -> None:
+    ours = INDEX.replace("— b\n", "— b, better described\n")  # a person edits B
+    theirs = (
+        "# Memory\n\n- [[memory/a|A]] — a\n\n## Retracted\n\n- [[memory/b|B]] — b (retracted)\n"
+    )
+    merged, conflict = merge_index(INDEX, ours, theirs)
+    assert not conflict
+    assert "- [[memory/b|B]] — b, better described" in merged
+    assert "- [[memory/b|B]] — b (retracted)" in merged
+    assert merged.index("better described") < merged.index("## Retracted")
+
+
+def test_index_merge_applies_a_removal_the_other_side_did_not_touch() -> None:
+    theirs = "# Memory\n\n- [[memory/a|A]] — a\n"
+    ours = INDEX + "- [[memory/c|C]] — c\n"
+    merged, _ = merge_index(INDEX, ours, theirs)
+    assert "memory/b" not in merged and "memory/c" in merged
+
+
+STATE = "# Project state\n\n## Goal\n\nship\n\n## Status\n\nfine\n\n## Risks\n\nnone\n"
+
+
+def test_state_merge_lands_two_different_sections() -> None:
+    ours = STATE.replace("ship", "ship in April")
+    theirs = STATE.replace("none", "the vendor")
+    merged, conflict = merge_state(STATE, ours, theirs)
+    assert not conflict
+    assert "ship in April" in merged and "the vendor" in merged
+
+
+def test_state_merge_of_the_same_section_is_a_conflict_with_both_versions() -> None:
+    ours = STATE.replace("fine", "green")
+    theirs = STATE.replace("fine", "red")
+    merged, conflict = merge_state(STATE, ours, theirs)
+    assert conflict
+    assert "green" in merged and "red" in merged and "<<<<<<< this machine (status)" in merged
+    assert "ship" in merged and "none" in merged
+
+
+def test_state_merge_adds_a_new_section_from_either_side() -> None:
+    merged, conflict = merge_state(STATE, STATE + "\n## Ours\n\nx\n", STATE + "\n## Theirs\n\ny\n")
+    assert not conflict and "## Ours" in merged and "## Theirs" in merged
+
+
+def test_checkpoint_merge_keeps_the_newer_whole() -> None:
+    old = "---\nagent: ella\nupdated: 2026-11-29T10:00:00Z\n---\n\nold\n"
+    new = "---\nagent: ella\nupdated: 2026-11-29T11:00:00Z\n---\n\nnew\n"
+    assert merge_checkpoint(old, old, new) == (new, False)
+    assert merge_checkpoint(old, new, old) == (new, False)
+
+
+def test_a_digest_or_profile_made_on_two_machines_merges_to_the_newer_whole() -> None:
+    digest = "---\nperiod: 2026-W48\nentries: {n}\ncreated: {t}\n---\n\n# Digest\n\n{n} entries\n"
+    older = digest.format(n=10, t="2026-11-30T07:00:00Z")
+    newer = digest.format(n=12, t="2026-11-30T08:00:00Z")
+    assert merge_snapshot("", older, newer) == (newer, False)  # add/add: no common version
+    assert merge_snapshot(older, newer, older) == (newer, False)
+    profile = "---\nscope: shared\nbuilt: {t}\n---\n\n# Profile\n"
+    assert merge_snapshot("", profile.format(t="2026-11-30T09:00:00Z"),
+                          profile.format(t="2026-11-30T08:00:00Z"))[0].count("09:00") == 1  # fmt: skip
+
+
+# --- real repositories ------------------------------------------------------------------------
+
+
+def vm(
+    *args: str, cwd: Path | None = None, home: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if home is not None:
+        env["VAULTMEM_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "vaultmem", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.fixture
+def machines(tmp_path: Path) -> dict[str, Path]:
+    """A vault made on machine A with --git, a bare remote, and a clone on machine B."""
+    a = tmp_path / "a"
+    res = vm("init", str(a), "--agent", "ella", "--agent", "lyra", "--reviewer", "chiara",
+             "--git", home=tmp_path / "home-a")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "--quiet", "--bare", str(bare))
+    git(a, "remote", "add", "origin", str(bare))
+    git(a, "push", "--quiet", "-u", "origin", "HEAD")
+    b = tmp_path / "b"
+    res = vm("clone", str(bare), str(b), "--agent", "lyra", home=tmp_path / "home-b")
+    assert res.returncode == 0, res.stderr
+    return {
+        "a": a,
+        "b": b,
+        "home-a": tmp_path / "home-a",
+        "home-b": tmp_path / "home-b",
+        "bare": bare,
+    }
+
+
+def _approve_b_keys(m: dict[str, Path]) -> None:
+    keys = json.loads(vm("keys", "list", "--json", "--vault", str(m["b"]), home=m["home-b"]).stdout)
+    for k in keys["keys"]:
+        if not k["approved"]:
+            res = vm("keys", "approve", k["key_id"], "--reviewer", "chiara", "--vault", str(m["b"]),
+                     home=m["home-b"])  # fmt: skip
+            assert res.returncode == 0, res.stderr
+
+
+def test_two_machines_two_agents_sync_and_verify(machines: dict[str, Path]) -> None:
+    m = machines
+    _approve_b_keys(m)
+    assert (
+        vm(
+            "append", "ella on A", "--agent", "ella", "--vault", str(m["a"]), home=m["home-a"]
+        ).returncode
+        == 0
+    )
+    assert (
+        vm(
+            "append", "lyra on B", "--agent", "lyra", "--vault", str(m["b"]), home=m["home-b"]
+        ).returncode
+        == 0
+    )
+    first = vm("sync", "--json", "--vault", str(m["a"]), home=m["home-a"])
+    assert first.returncode == 0, first.stderr
+    second = vm("sync", "--json", "--vault", str(m["b"]), home=m["home-b"])
+    assert second.returncode == 0, second.stderr
+    report = json.loads(second.stdout)
+    assert report["entries_in"] == 1 and report["verify_ok"] is True
+    third = vm("sync", "--json", "--vault", str(m["a"]), home=m["home-a"])
+    assert third.returncode == 0, third.stderr
+    for side in ("a", "b"):
+        text = (m[side] / "nexus/live-context.md").read_text()
+        assert "ella on A" in text and "lyra on B" in text
+        assert vm("verify", "--vault", str(m[side]), home=m[f"home-{side}"]).returncode == 0
+    again = vm("sync", "--vault", str(m["a"]), home=m["home-a"])
+    assert again.returncode == 0 and "nothing to do" in again.stdout
+    # recall on A finds what B wrote, without a rebuild in the agent's recall
+    hits = json.loads(
+        vm("recall", "lyra on B", "--json", "--vault", str(m["a"]), home=m["home-a"]).stdout
+    )
+    assert any("lyra on B" in (h["title"] or "") for h in hits["hits"])
+
+
+def test_offline_keeps_the_work_committed(machines: dict[str, Path]) -> None:
+    m = machines
+    vm("append", "written offline", "--agent", "ella", "--vault", str(m["a"]), home=m["home-a"])
+    m["bare"].rename(m["bare"].with_name("gone.git"))
+    res = vm("sync", "--vault", str(m["a"]), home=m["home-a"])
+    assert res.returncode == 6, (res.stdout, res.stderr)
+    assert "committed here" in res.stderr
+    assert "written offline" in git(m["a"], "show", "HEAD:nexus/live-context.md")
+    m["bare"].with_name("gone.git").rename(m["bare"])
+    assert vm("sync", "--vault", str(m["a"]), home=m["home-a"]).returncode == 0
+
+
+def test_the_same_state_section_on_two_machines_is_a_conflict_for_a_person(
+    machines: dict[str, Path],
+) -> None:
+    m = machines
+    _approve_b_keys(m)
+    assert (
+        vm(
+            "state",
+            "set",
+            "Status",
+            "green",
+            "--agent",
+            "ella",
+            "--vault",
+            str(m["a"]),
+            home=m["home-a"],
+        ).returncode
+        == 0
+    )
+    assert (
+        vm(
+            "state",
+            "set",
+            "Status",
+            "red",
+            "--agent",
+            "lyra",
+            "--vault",
+            str(m["b"]),
+            home=m["home-b"],
+        ).returncode
+        == 0
+    )
+    assert vm("sync", "--vault", str(m["a"]), home=m["home-a"]).returncode == 0
+    res = vm("sync", "--vault", str(m["b"]), home=m["home-b"])
+    assert res.returncode == 5, (res.stdout, res.stderr)
+    assert "nexus/project-state.md" in res.stderr
+    text = (m["b"] / "nexus/project-state.md").read_text()
+    assert "green" in text and "red" in text
+    # a second sync does not pretend: the merge is unfinished
+    assert vm("sync", "--vault", str(m["b"]), home=m["home-b"]).returncode == 5
+
+
+def test_sync_status(machines: dict[str, Path]) -> None:
+    m = machines
+    vm("append", "not yet synced", "--agent", "ella", "--vault", str(m["a"]), home=m["home-a"])
+    res = vm("sync", "--status", "--json", "--vault", str(m["a"]), home=m["home-a"])
+    assert res.returncode == 0, res.stderr
+    st = json.loads(res.stdout)
+    assert st["changed_files"] and st["behind"] == 0
+
+
+# --- three machines, every interleaving the test can drive -------------------------------------
+
+
+class Machine:
+    def __init__(self, name: str, root: Path, home: Path) -> None:
+        self.name, self.root, self.home = name, root, home
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return vm(*args, "--vault", str(self.root), home=self.home)
+
+    def append(self, agent: str, summary: str) -> str:
+        res = self.run("append", summary, "--agent", agent, "--json")
+        assert res.returncode == 0, res.stderr
+        return str(json.loads(res.stdout)["id"])
+
+    def sync(self, expect: int = 0) -> subprocess.CompletedProcess[str]:
+        res = self.run("sync")
+        assert res.returncode == expect, (self.name, res.stdout, res.stderr)
+        return res
+
+    def ids(self) -> list[str]:
+        from vaultmem.nexus.entry import parse_entries
+
+        text = (self.root / "nexus/live-context.md").read_text(encoding="utf-8")
+        return [e.id for e in parse_entries(text)]
+
+    def new_for(self, agent: str) -> list[str]:
+        res = self.run("read", "--agent", agent, "--json", "--budget", "100000")
+        assert res.returncode == 0, res.stderr
+        section = json.loads(res.stdout)["sections"].get("new_entries") or {}
+        data = section.get("data") or {}
+        assert not data.get("more"), "the pack left new entries out"
+        return [str(e["id"]) for e in data.get("entries") or []]
+
+
+def _racing_appends(m: Machine, agent: str, n: int) -> subprocess.Popen[str]:
+    """`n` appends from another process, started while the test runs a sync."""
+    code = (
+        "import sys, json\n"
+        "from vaultmem.core.vault import Vault\n"
+        "from vaultmem.nexus.log import append\n"
+        f"v = Vault.open({str(m.root)!r})\n"
+        f"for i in range({n}):\n"
+        f"    print(append(v, {agent!r}, f'raced a sync {{i}} on {m.name}').entry.id, flush=True)\n"
+    )
+    env = dict(os.environ, VAULTMEM_HOME=str(m.home))
+    return subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_three_machines_converge_with_every_entry_once(tmp_path: Path) -> None:
+    """A bare repository and three clones. ella writes on A and on B (two chains), lyra on A
+    and B, mira on C. Appends race a sync; C is offline for two rounds and writes meanwhile;
+    a person edits MEMORY.md on C while ella retracts the same fact on B. Afterwards every
+    clone holds every acknowledged entry exactly once and verifies, a read shows each new
+    entry once, and recall finds what other machines wrote."""
+    res = vm("init", str(tmp_path / "a"), "--agent", "ella", "--agent", "lyra", "--agent",
+             "mira", "--reviewer", "chiara", "--git", home=tmp_path / "home-a")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "--quiet", "--bare", str(bare))
+    a = Machine("a", tmp_path / "a", tmp_path / "home-a")
+    git(a.root, "remote", "add", "origin", str(bare))
+    git(a.root, "push", "--quiet", "-u", "origin", "HEAD")
+    remembered = ("remember", "Launch is on 3 March", "--name", "Launch date", "--type", "project")
+    fact = json.loads(a.run(*remembered, "--agent", "ella", "--json").stdout)
+    a.sync()
+    b = Machine("b", tmp_path / "b", tmp_path / "home-b")
+    c = Machine("c", tmp_path / "c", tmp_path / "home-c")
+    for m, agents in ((b, ("ella", "lyra")), (c, ("mira",))):
+        args = [x for agent in agents for x in ("--agent", agent)]
+        res = vm("clone", str(bare), str(m.root), *args, home=m.home)
+        assert res.returncode == 0, res.stderr
+        _approve_b_keys({"b": m.root, "home-b": m.home})
+        m.sync()
+    a.sync()
+    acked: list[str] = []
+    seen_by_mira = set(c.new_for("mira"))
+
+    # round 1: everyone writes, everyone syncs
+    acked += [a.append("ella", "A1 ella on the booking API"), a.append("lyra", "A1 lyra")]
+    acked += [b.append("ella", "B1 ella from the laptop"), b.append("lyra", "B1 lyra")]
+    acked += [c.append("mira", "C1 mira pangolin")]
+    for m in (a, b, c, a, b):
+        m.sync()
+
+    # rounds 2 and 3: C is offline and writes anyway; appends race A's sync; the same fact
+    # is edited by a person on C and retracted by ella on B
+    git(c.root, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
+    index = c.root / "memory/MEMORY.md"
+    index.write_text(
+        index.read_text(encoding="utf-8").replace("Launch is on 3 March", "Launch: 3 March, 9:00"),
+        encoding="utf-8",
+    )
+    res = b.run("retract", fact["id"], "--why", "moved to April", "--agent", "ella")
+    assert res.returncode == 0, res.stderr
+    for r in (2, 3):
+        racer = _racing_appends(a, "ella", 5)
+        a.sync()
+        out, _ = racer.communicate(timeout=120)
+        assert racer.returncode == 0
+        acked += out.split()
+        acked += [b.append("lyra", f"B{r} lyra quokka"), c.append("mira", f"C{r} mira offline")]
+        c.sync(expect=6)
+        for m in (b, a, b):
+            m.sync()
+
+    # C comes back
+    git(c.root, "remote", "set-url", "origin", str(bare))
+    for m in (c, a, b, c):
+        m.sync()
+
+    assert len(acked) == len(set(acked)) == 5 + 2 * (5 + 2)
+    for m in (a, b, c):
+        ids = m.ids()
+        missing = [i for i in acked if ids.count(i) != 1]
+        assert not missing, (m.name, missing)
+        res = m.run("verify")
+        assert res.returncode == 0, (m.name, res.stdout, res.stderr)
+        text = (m.root / "memory/MEMORY.md").read_text(encoding="utf-8")
+        assert "Launch: 3 March, 9:00" in text and "## Retracted" in text, (m.name, text)
+
+    # mira on C sees every other agent's entry once, including those that arrived "in the past"
+    others = {i for i in acked if not i.startswith("mira.")}
+    first = set(c.new_for("mira"))
+    assert others <= first | seen_by_mira, sorted(others - first - seen_by_mira)
+    assert not (set(c.new_for("mira")) & others)
+    hits = json.loads(c.run("recall", "booking API", "--json").stdout)["hits"]
+    assert any("A1 ella" in (h["title"] or "") for h in hits)
+
+
+def test_a_copied_home_forks_a_chain_and_merge_forks_joins_it(
+    machines: dict[str, Path], tmp_path: Path
+) -> None:
+    """The old way to fork (before device chains) still happens when a person copies
+    VAULTMEM_HOME to a second machine: ella writes one chain from two clones. The sync that
+    meets the fork exits 5 and says what to run; one `repair --merge-forks` joins it, and
+    every clone verifies after the next syncs."""
+    m = machines
+    a = Machine("a", m["a"], m["home-a"])
+    d = Machine("d", tmp_path / "d", tmp_path / "home-d")
+    shutil.copytree(m["home-a"], d.home)  # the same key and device id
+    assert vm("clone", str(m["bare"]), str(d.root), home=d.home).returncode == 0
+    a.append("ella", "before the copy")
+    a.sync()
+    d.sync()
+    a.append("ella", "on A after the copy")
+    d.append("ella", "on D after the copy")
+    d.append("ella", "on D again")
+    a.sync()
+    res = d.sync(expect=5)
+    assert "merge-forks" in res.stderr and "conflict" in res.stderr
+    res = d.run("repair", "--merge-forks")
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert "joined the fork of ella" in res.stdout
+    d.sync()
+    a.sync()
+    for machine in (a, d):
+        assert machine.run("verify").returncode == 0, machine.name
+        assert machine.ids().count("ella.2") == 2  # both branches kept, nothing rewritten
+
+
+def test_two_syncs_on_one_machine_do_not_race(machines: dict[str, Path]) -> None:
+    """A second sync while one runs (a real lock held by another process) exits 6 at once,
+    says why, and changes nothing; the next one goes through."""
+    m = machines
+    vm("append", "waiting to sync", "--agent", "ella", "--vault", str(m["a"]), home=m["home-a"])
+    head = git(m["a"], "rev-parse", "HEAD")
+    code = (
+        "import sys, time\n"
+        "from vaultmem.core.vault import Vault\n"
+        "from vaultmem.core.locking import exclusive, lock_path\n"
+        f"v = Vault.open({str(m['a'])!r})\n"
+        "with exclusive(lock_path(v, 'sync'), 5, what='sync'):\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.readline()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, VAULTMEM_HOME=str(m["home-a"])),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        res = vm("sync", "--vault", str(m["a"]), home=m["home-a"])
+        assert res.returncode == 6, (res.stdout, res.stderr)
+        assert "another vaultmem sync is running" in res.stderr
+        assert git(m["a"], "rev-parse", "HEAD") == head
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert vm("sync", "--vault", str(m["a"]), home=m["home-a"]).returncode == 0

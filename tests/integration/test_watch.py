@@ -1,0 +1,146 @@
+"""`watch` with a real watchdog observer: create, modify, move, delete, bursts, clean exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from vaultmem.core.vault import Vault
+from vaultmem.search import engine
+from vaultmem.search.query import recall
+from vaultmem.search.watch import WatchEvent, relevant, watch
+
+
+@pytest.fixture
+def watching(vault: Path) -> Iterator[list[WatchEvent]]:
+    events: list[WatchEvent] = []
+    stop = threading.Event()
+    ready = threading.Event()
+    thread = threading.Thread(
+        target=watch,
+        args=(Vault.open(vault),),
+        kwargs={"debounce": 0.1, "stop": stop, "on_refresh": events.append, "ready": ready},
+        daemon=True,
+    )
+    thread.start()
+    assert ready.wait(30)
+    yield events
+    stop.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert not (vault / ".vaultmem" / "index" / "heartbeat.json").exists()
+
+
+def _wait(
+    check: Callable[[], bool], timeout: float = 15.0, what: Callable[[], str] | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"condition not reached in {timeout}s" + (f": {what()}" if what else ""))
+
+
+def _manifest_files(vault: Path) -> set[str]:
+    raw = json.loads((vault / ".vaultmem" / "index" / "manifest.json").read_text())
+    return set(raw["files"]["paths"])
+
+
+def test_relevant_ignores_state_editor_and_obsidian_files(tmp_path: Path) -> None:
+    root = str(tmp_path)
+    assert relevant(root, f"{root}/wiki/a.md")
+    assert relevant(root, f"{root}/wiki")  # a folder moved or deleted
+    assert relevant(root, f"{root}/v1.2", is_dir=True)
+    for name in (".vaultmem/index/x.md", ".obsidian/app.json", "wiki/.a.md.swp", "a.md~"):
+        assert not relevant(root, f"{root}/{name}")
+    assert not relevant(root, f"{root}/picture.png")
+
+
+def test_watch_picks_up_create_modify_move_delete(vault: Path, watching: list) -> None:
+    note = vault / "wiki" / "Tapir.md"
+    note.write_text("# Tapir\n\ntapir facts\n")
+    _wait(lambda: "wiki/Tapir.md" in _manifest_files(vault))
+    note.write_text("# Tapir\n\nokapi facts now\n")
+    _wait(lambda: [h.path for h in _search(vault, "okapi")] == ["wiki/Tapir.md"])
+    note.rename(vault / "wiki" / "Okapi.md")
+    _wait(lambda: "wiki/Okapi.md" in _manifest_files(vault))
+    assert "wiki/Tapir.md" not in _manifest_files(vault)
+    (vault / "wiki").rename(vault / "pages")  # a folder move changes every path in it
+    _wait(lambda: "pages/Okapi.md" in _manifest_files(vault))
+    (vault / "pages" / "Okapi.md").unlink()
+    _wait(lambda: "pages/Okapi.md" not in _manifest_files(vault))
+    # while it runs, recall trusts the heartbeat instead of walking
+    _wait(lambda: recall(Vault.open(vault), "stripe").index.checked_by == "watcher")
+    _wait(lambda: any(e.events for e in watching))
+
+
+def _search(vault: Path, query: str) -> list:
+    with engine.Searcher(Vault.open(vault)) as s:
+        from vaultmem.search.query import _search as search
+        from vaultmem.search.query import parse_query
+
+        return search(s, parse_query(query), limit=10, explain=False)
+
+
+@pytest.mark.slow
+def test_watch_survives_a_burst_of_1000_changes(vault: Path, watching: list) -> None:
+    folder = vault / "burst"
+    folder.mkdir()
+    for i in range(1000):
+        (folder / f"n{i:04d}.md").write_text(f"# Note {i}\n\nburst item {i}\n")
+    for i in range(0, 1000, 2):
+        (folder / f"n{i:04d}.md").unlink()
+    for i in range(1, 200, 2):
+        (folder / f"n{i:04d}.md").rename(folder / f"m{i:04d}.md")
+    expected = {f"burst/{p.name}" for p in folder.iterdir()}
+    assert len(expected) == 500
+
+    def indexed() -> set[str]:
+        return {f for f in _manifest_files(vault) if f.startswith("burst/")}
+
+    _wait(
+        lambda: indexed() == expected,
+        60,
+        lambda: f"{len(indexed() ^ expected)} paths differ; refreshes: {len(watching)}",
+    )
+    # (the manifest is written just before the watcher reports the refresh)
+    _wait(lambda: any(e.events for e in watching))
+    # fewer refreshes than events: the burst was debounced
+    events = sum(e.events for e in watching)
+    assert events > len(watching), f"{events} events, {len(watching)} refreshes"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_watch_command_exits_cleanly_on_ctrl_c_or_sigterm(vault: Path, sig: int) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_VAULT")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultmem", "watch", "--vault", str(vault), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        assert first["events"] == 0 and first["index"]["files"] > 10
+        (vault / "wiki" / "Ibis.md").write_text("# Ibis\n\nibis\n")
+        second = json.loads(proc.stdout.readline())
+        assert second["events"] >= 1 and second["index"]["refreshed"] == 1
+        proc.send_signal(sig)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not (vault / ".vaultmem" / "index" / "heartbeat.json").exists()

@@ -1,0 +1,68 @@
+"""What condensed notes are made of: a digest's statements and a profile's lines, each citing
+the entries or memories it rests on. Shared by the offline builders (`digest`, `profile`) and
+the model halves (`digest_llm`, `profile_llm`), which is why it is a module of its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# --- digests ----------------------------------------------------------------------------------
+
+SECTIONS: dict[str, str] = {
+    "summary": "Summary",
+    "decided": "Decided",
+    "handed_over": "Handed over",
+    "open": "Open at the end of the period",
+    "fixes": "Fixes and failures",
+    "other": "Other activity",
+}
+
+
+@dataclass(frozen=True)
+class Statement:
+    section: str
+    text: str
+    ids: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"section": self.section, "text": self.text, "ids": list(self.ids)}
+
+
+# --- profiles ---------------------------------------------------------------------------------
+
+GROUPS: dict[str, str] = {
+    "preferences": "Preferences and how to work",
+    "people": "People",
+    "conventions": "Conventions and decisions",
+    "constraints": "Project and constraints",
+    "references": "Where things are",
+    "facts": "Other facts",
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """An approved memory or an active decision a profile may rest on."""
+
+    id: str
+    kind: str  # "memory" or "decision"
+    type: str
+    name: str
+    text: str
+    link: str  # wikilink target, without .md
+    updated: str
+    evidence: int = 1
+
+    def cite(self) -> str:
+        return f"[[{self.link}|{self.id}]]"
+
+
+@dataclass(frozen=True)
+class Line:
+    group: str
+    text: str
+    ids: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "text": self.text, "ids": list(self.ids)}

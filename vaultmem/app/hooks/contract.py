@@ -1,0 +1,197 @@
+"""The hook contract: the events, the payload a runtime sends, the outcome, the failure log.
+
+The runtime (Claude Code; see README, "Use it from your agent") runs the hook as a command and
+writes a JSON object on its stdin: `session_id`, `transcript_path`, `cwd`, `hook_event_name`,
+and per event `source` (SessionStart), `prompt` (UserPromptSubmit), `trigger` (PreCompact),
+`stop_hook_active` (Stop) or `reason` (SessionEnd). SessionStart and UserPromptSubmit add context
+through `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}` on stdout
+with exit 0 (https://code.claude.com/docs/en/hooks, "Hook input and output").
+
+A hook must never break the agent's session. `run_hook` turns every failure (no vault, unknown
+agent, a locked log, a malformed payload, a bug, running out of time) into an `Outcome` with
+exit 0, one line for stderr and the cause appended to `.vaultmem/hooks.log`; for SessionStart
+the line also goes out as a `systemMessage`, which Claude Code shows to the person, not the
+model. Nothing here raises, and no traceback reaches the agent's context. Each call is bounded
+in time (`[hooks] timeout`) and waits at most `[hooks] lock_timeout` for a vault lock.
+
+This module is the contract (the events, the payload, the outcome, the failure log); the
+handlers live in `app.hooks.events` and the entry point in `app.hooks.run`. It stays small
+because `hook prompt` runs on every user turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from vaultmem.core import clock
+from vaultmem.core.errors import VaultmemError
+from vaultmem.core.vault import Vault
+
+LOG_NAME = "hooks.log"
+LOG_MAX_BYTES = 1 << 20  # then hooks.log moves to hooks.log.1
+
+
+class HookEvent(StrEnum):
+    SESSION_START = "session-start"
+    PROMPT = "prompt"
+    PRE_COMPACT = "pre-compact"
+    STOP = "stop"
+    SESSION_END = "session-end"
+
+
+# our event name -> Claude Code's `hook_event_name`
+CLAUDE_EVENTS: dict[HookEvent, str] = {
+    HookEvent.SESSION_START: "SessionStart",
+    HookEvent.PROMPT: "UserPromptSubmit",
+    HookEvent.PRE_COMPACT: "PreCompact",
+    HookEvent.STOP: "Stop",
+    HookEvent.SESSION_END: "SessionEnd",
+}
+
+
+class HookTimeout(Exception):
+    """The hook ran out of its time (`[hooks] timeout`)."""
+
+
+@dataclass(frozen=True)
+class HookInput:
+    """The documented fields of the payload; anything else is kept in `raw`."""
+
+    session_id: str | None = None
+    transcript_path: str | None = None
+    cwd: str | None = None
+    hook_event_name: str | None = None
+    source: str | None = None
+    prompt: str | None = None
+    reason: str | None = None
+    trigger: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None  # why the payload could not be read, if it could not
+
+
+def parse_input(text: str) -> HookInput:
+    """Read the payload; empty or malformed stdin gives an empty input and a `problem`."""
+    if not text.strip():
+        return HookInput(problem="empty stdin")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return HookInput(problem=f"stdin is not JSON ({exc.msg} at line {exc.lineno})")
+    except ValueError:
+        return HookInput(problem="stdin is not JSON")
+    if not isinstance(data, dict):
+        return HookInput(problem=f"stdin is JSON but not an object ({type(data).__name__})")
+
+    def text_of(key: str) -> str | None:
+        value = data.get(key)
+        return value if isinstance(value, str) and value else None
+
+    return HookInput(
+        session_id=text_of("session_id"),
+        transcript_path=text_of("transcript_path"),
+        cwd=text_of("cwd"),
+        hook_event_name=text_of("hook_event_name"),
+        source=text_of("source"),
+        prompt=text_of("prompt"),
+        reason=text_of("reason"),
+        trigger=text_of("trigger"),
+        raw=data,
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the command prints (stdout, stderr), then `after` runs (e.g. move the read cursor
+    once the context is out). The exit status is always 0."""
+
+    stdout: str = ""
+    stderr: str = ""
+    after: Callable[[], None] | None = None
+    context: str = ""  # the additionalContext alone, for --plain and for tests
+
+
+def hook_json(event: HookEvent, context: str) -> str:
+    """Claude Code's output for events that add context."""
+    out = {
+        "hookSpecificOutput": {"hookEventName": CLAUDE_EVENTS[event], "additionalContext": context}
+    }
+    return json.dumps(out, ensure_ascii=False)
+
+
+@contextmanager
+def time_bound(seconds: float) -> Iterator[None]:
+    """Raise HookTimeout after `seconds` (POSIX main thread; elsewhere no bound)."""
+    usable = hasattr(signal, "setitimer") and seconds > 0
+    if usable:
+        try:
+            old = signal.signal(signal.SIGALRM, _on_alarm)
+        except ValueError:  # not the main thread
+            usable = False
+    if not usable:
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _on_alarm(_signum: int, _frame: object) -> None:
+    raise HookTimeout("the hook ran out of time")
+
+
+def hook_vault(vault: Vault) -> Vault:
+    """The vault with the hooks' shorter lock timeout: a hook never waits long for a writer."""
+    log = vault.config.log
+    limit = min(log.lock_timeout, vault.config.hooks.lock_timeout)
+    return replace(vault, config=replace(vault.config, log=replace(log, lock_timeout=limit)))
+
+
+def open_hook_vault(vault_path: Path | None, payload: HookInput) -> Vault:
+    """`--vault` / VAULTMEM_VAULT, else walk up from the payload's `cwd` (or here)."""
+    start = Path(payload.cwd) if payload.cwd and Path(payload.cwd).is_dir() else None
+    return hook_vault(Vault.open(vault_path, start=start))
+
+
+# --- the log of failures ------------------------------------------------------------------------
+
+
+def log_path(vault: Vault | None) -> Path:
+    """`.vaultmem/hooks.log` in the vault; without a vault, VAULTMEM_HOME/hooks.log."""
+    if vault is not None:
+        try:
+            return vault.state(LOG_NAME)
+        except VaultmemError:
+            pass
+    from vaultmem.core.config import home_dir
+
+    return home_dir() / LOG_NAME
+
+
+def write_log(
+    vault: Vault | None, event: str, payload: HookInput, agent: str | None, text: str
+) -> Path:
+    """Append one record (and any traceback lines, indented) to the hooks log. Never raises."""
+    path = log_path(vault)
+    head = f"{clock.stamp()} {event} agent={agent or '-'} session={payload.session_id or '-'}"
+    lines = text.rstrip("\n").splitlines() or [""]
+    record = head + " " + lines[0] + "".join(f"\n    {ln}" for ln in lines[1:]) + "\n"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
+            os.replace(path, path.with_name(LOG_NAME + ".1"))
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(record)
+    except OSError:
+        pass
+    return path

@@ -1,0 +1,146 @@
+"""Vault health: `vaultmem status` (and, with later layers, verify/repair).
+
+Problems are values, not exceptions: a report lists every one it finds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from vaultmem.core import notes
+from vaultmem.core.errors import VaultmemError
+from vaultmem.core.vault import Vault
+from vaultmem.memory import facts, lines
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    kind: str  # "broken-frontmatter", "bad-encoding", "missing-target", "unindexed-fact", ...
+    message: str
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    vault: str
+    agents: tuple[str, ...]
+    reviewers: tuple[str, ...]
+    language: str
+    facts_by_type: dict[str, int]
+    facts_by_status: dict[str, int]
+    problems: tuple[Problem, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "vault": self.vault,
+            "agents": list(self.agents),
+            "reviewers": list(self.reviewers),
+            "language": self.language,
+            "facts_by_type": self.facts_by_type,
+            "facts_by_status": self.facts_by_status,
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+def memory_problems(vault: Vault) -> list[Problem]:
+    """Broken fact files, index lines pointing nowhere, facts no index lists."""
+    problems: list[Problem] = []
+    indexed: set[str] = set()
+    scopes: list[str | None] = [None, *vault.known_agents()]
+    for scope in scopes:
+        index = vault.index_for(scope)
+        rel_index = vault.rel(index)
+        try:
+            targets = lines.index_targets(vault, scope)
+        except VaultmemError as exc:
+            problems.append(Problem(rel_index, "bad-encoding", exc.message))
+            continue
+        for line_no, target, _line in targets:
+            candidates = (
+                [target] if "/" in target else [f"{vault.rel(vault.memory_dir(scope))}/{target}"]
+            )
+            found = next((c for c in candidates if (vault.root / f"{c}.md").is_file()), None)
+            if found is None:
+                problems.append(
+                    Problem(
+                        rel_index,
+                        "missing-target",
+                        f"links to [[{target}]], which does not exist",
+                        line_no,
+                    )
+                )
+            else:
+                indexed.add(f"{found}.md")
+    for path, _agent in facts.fact_files(vault):
+        rel = vault.rel(path)
+        try:
+            note = notes.read(path)
+        except VaultmemError as exc:
+            problems.append(Problem(rel, "bad-encoding", exc.message))
+            continue
+        if not note.ok:
+            problems.append(
+                Problem(rel, "broken-frontmatter", note.error or "unreadable frontmatter")
+            )
+        elif rel not in indexed:
+            problems.append(
+                Problem(
+                    rel,
+                    "unindexed-fact",
+                    "no MEMORY.md line links to this fact; agents will not see it",
+                )
+            )
+    return problems
+
+
+def identity_problems(vault: Vault) -> list[Problem]:
+    problems = []
+    for agent in vault.known_agents():
+        path = vault.identity(agent)
+        rel = vault.rel(path)
+        if not path.exists():
+            problems.append(Problem(rel, "missing-identity", f"agent {agent} has no identity file"))
+            continue
+        try:
+            note = notes.read(path)
+        except VaultmemError as exc:
+            problems.append(Problem(rel, "bad-encoding", exc.message))
+            continue
+        if not note.ok:
+            problems.append(
+                Problem(rel, "broken-frontmatter", note.error or "unreadable frontmatter")
+            )
+    return problems
+
+
+def status(vault: Vault) -> StatusReport:
+    known = facts.memories(vault)
+    by_type = Counter(f.type or "(none)" for f in known)
+    by_status = Counter(f.status for f in known)
+    problems = identity_problems(vault) + memory_problems(vault)
+    from vaultmem.nexus.verify import tail_problems  # layer 3: torn log tails (cheap, no crypto
+
+    problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
+    from vaultmem.search.manifest import index_problems  # layer 4: no whoosh import
+
+    seen = {(p.path, p.kind) for p in problems}
+    problems += [
+        Problem(p.path, p.kind, p.message)
+        for p in index_problems(vault)
+        if (p.path, p.kind) not in seen
+    ]
+    return StatusReport(
+        vault=str(vault.root),
+        agents=vault.known_agents(),
+        reviewers=vault.config.reviewers,
+        language=vault.config.language,
+        facts_by_type=dict(sorted(by_type.items())),
+        facts_by_status=dict(sorted(by_status.items())),
+        problems=tuple(problems),
+    )

@@ -1,0 +1,168 @@
+"""Importance and decay: which items a `read --budget` keeps when it must cut.
+
+Every memory, log entry, decision, pending fact, digest and profile line the pack shows as a
+list item gets a score (README, "Importance and decay"):
+
+    score = (type weight + evidence * ln(evidence count) + used * ln(1 + uses))
+            * (floor + (1 - floor) * 0.5 ** (age in days / half_life_days))
+
+The type weight comes from `[importance]` (decisions, failures and preferences high; acks and
+plain notes low); the evidence count is how many times a fact was proposed or merged; uses are
+how often the reading agent was given the item by `recall` (the last 256 KB of its receipts)
+plus, for a log entry, whether someone acked it; the age is from the item's time (an entry's
+time, a fact's `updated`, a digest's period end). Scores are computed only when the pack is
+over its budget.
+
+When it must cut, `fit` goes through the sections from the least important (the highest
+priority number) up, as before; a section made of items loses its lowest-scoring items first
+(ties: the older first) and is dropped only when its last item does not fit either. The pack lists what was cut (ids, per section) and
+what was dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.app.pack.sections import Item, Section
+from vaultmem.core.importance import score
+
+if TYPE_CHECKING:
+    from vaultmem.core.vault import Vault
+
+KEEP = ("identity", "inbox")  # sections a budget never drops
+
+
+# --- what an item is worth ---------------------------------------------------------------------
+
+_QUICK = re.compile(r"^(type|evidence|updated|created)[ \t]*:[ \t]*['\"]?(.*?)['\"]?[ \t]*$", re.M)
+
+
+def fact_meta(path: Path) -> dict[str, str]:
+    """type, evidence, updated of a fact note, without YAML (only when the pack must cut)."""
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:4000]
+    except OSError:
+        return {}
+    if not head.startswith("---"):
+        return {}
+    end = head.find("\n---", 3)
+    found: dict[str, str] = {}
+    for m in _QUICK.finditer(head[: end if end > 0 else len(head)]):
+        found.setdefault(m.group(1), m.group(2))
+    return found
+
+
+def uses(vault: Vault, agent: str) -> Counter[str]:
+    """How often `recall` recently gave the agent each id or file (its receipts)."""
+    from vaultmem.app.pack.receipts import recent_uses
+
+    out: Counter[str] = Counter()
+    for r in recent_uses(vault, agent, "recall"):
+        out.update(r.ids)
+        out.update(p.split(":", 1)[0] for p in r.paths)
+    return out
+
+
+def rate(vault: Vault, agent: str, sections: list[Section], now: datetime) -> list[Section]:
+    """The sections with every item scored."""
+    settings = vault.config.importance
+    used = uses(vault, agent)
+    out = []
+    for s in sections:
+        if not s.items:
+            out.append(s)
+            continue
+        items = []
+        for item in s.items:
+            kind, time, evidence = item.type, item.time, item.evidence
+            if item.path and (not kind or not time):
+                meta = fact_meta(vault.root / item.path)
+                kind = kind or meta.get("type", "fact")
+                time = time or meta.get("updated") or meta.get("created")
+                evidence = int(meta["evidence"]) if meta.get("evidence", "").isdigit() else evidence
+            count = used.get(item.id, 0) + (used.get(item.path, 0) if item.path else 0)
+            count += item.acked
+            items.append(
+                replace(
+                    item,
+                    score=score(
+                        settings, kind or "fact", time=time, now=now, evidence=evidence, used=count
+                    ),
+                )
+            )
+        out.append(replace(s, items=tuple(items)))
+    return out
+
+
+# --- fitting a budget ----------------------------------------------------------------------------
+
+
+def fit(
+    sections: list[Section],
+    budget: int,
+    *,
+    rescore: Any = None,
+) -> tuple[list[Section], tuple[str, ...], dict[str, int], dict[str, list[str]]]:
+    """(kept sections, dropped section keys, their tokens, cut item ids per section).
+
+    Least important sections first; within a section of items, the lowest-scoring items first
+    (ties: the older first). `rescore(sections)` scores the items (called once, only when the
+    pack is over the budget)."""
+    kept = sorted(sections, key=lambda s: s.priority)
+    if budget <= 0:
+        return kept, (), {}, {}
+    total = sum(s.tokens for s in kept)
+    if total <= budget:
+        return kept, (), {}, {}
+    if rescore is not None:
+        kept = rescore(kept)
+    dropped: list[str] = []
+    sizes: dict[str, int] = {}
+    cut: dict[str, list[str]] = {}
+    for s in sorted(kept, key=lambda s: -s.priority):
+        if total <= budget:
+            break
+        if s.key in KEEP:
+            continue
+        index = kept.index(s)
+        current = s
+        if s.items:
+            order = sorted(s.items, key=lambda i: (i.score, i.time or "", i.id))
+            remaining = list(s.items)
+            removed: list[Item] = []
+            for victim in order:
+                if total <= budget or len(remaining) <= 1:
+                    break
+                remaining.remove(victim)
+                removed.append(victim)
+                smaller = s.with_items(tuple(remaining), len(removed))
+                total += smaller.tokens - current.tokens
+                current = smaller
+            if removed:
+                cut[s.key] = [i.id for i in removed]
+            kept[index] = current
+            if total <= budget:
+                break
+        kept.remove(current)
+        dropped.append(s.key)
+        sizes[s.key] = s.tokens
+        cut.pop(s.key, None)
+        total -= current.tokens
+    return kept, tuple(dropped), sizes, cut
+
+
+def cut_note(cut: dict[str, list[str]], sections: list[Section]) -> str:
+    """One line for the pack: what the budget cut inside sections, and how to see it."""
+    if not cut:
+        return ""
+    titles = {s.key: s.title for s in sections}
+    parts = [
+        f"{len(ids)} from {titles.get(key, key)} ({', '.join(ids[:8])}{' …' if len(ids) > 8 else ''})"
+        for key, ids in cut.items()
+    ]
+    return "Cut to fit the budget, lowest importance first: " + "; ".join(parts)

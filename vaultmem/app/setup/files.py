@@ -1,0 +1,375 @@
+"""The file edits behind `vaultmem setup`: planned as (before, after) texts, shown as a diff,
+applied atomically, and exactly reversible.
+
+Three kinds of edit, each keeping every byte of the person's file it does not own:
+
+- JSON (`.claude/settings.json`, `.mcp.json`, `.cursor/mcp.json`): one hook handler per event,
+  one MCP server, spliced into the text with `core.jsonedit`. Ours are recognised by their
+  command (`vaultmem hook EVENT`, `vaultmem mcp`), so a re-run updates them in place and
+  `--remove` takes out exactly them, plus any container (`hooks`, an event list,
+  `mcpServers`, the file itself) that only held them.
+- A marked block at the end of a text file (`CLAUDE.md`, `AGENTS.md`, `config.toml`): a
+  re-run replaces what is between the markers; `--remove` takes the block and the blank line
+  it added.
+- A whole file vaultmem owns (the Cursor rule, the plugin's files), recognised by a marker.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vaultmem.app.setup import jsonedit
+from vaultmem.core.errors import IntegrityError, RefusedError
+from vaultmem.core.fsio import atomic_write, read_text
+
+HOOK_RE = re.compile(r"(?:^|[\s/\\\"'])vaultmem(?:\.exe)?[\"']?\s+hook\s+(?P<event>[a-z][a-z-]*)")
+NO_NEWLINE = " · nl"  # in a start marker: the file had no final newline before the block
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: Path
+    before: str | None  # None: the file does not exist
+    after: str | None  # None: the file goes away
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    @property
+    def verb(self) -> str:
+        if not self.changed:
+            return "unchanged"
+        if self.before is None:
+            return "create"
+        return "delete" if self.after is None else "update"
+
+    def diff(self) -> str:
+        a = (self.before or "").splitlines(keepends=True)
+        b = (self.after or "").splitlines(keepends=True)
+        name = str(self.path)
+        lines = difflib.unified_diff(
+            a,
+            b,
+            fromfile=name if self.before is not None else "/dev/null",
+            tofile=name if self.after is not None else "/dev/null",
+        )
+        return "".join(
+            ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "action": self.verb}
+
+
+def current(path: Path) -> str | None:
+    try:
+        return read_text(path, what="file")
+    except FileNotFoundError:
+        return None
+
+
+def apply_change(change: FileChange) -> None:
+    """Write (atomically) or delete one file; remove folders this left empty and that only
+    vaultmem would have made (`.claude`, `.cursor/rules`, ...)."""
+    if not change.changed:
+        return
+    if change.after is not None:
+        atomic_write(change.path, change.after)
+        return
+    change.path.unlink(missing_ok=True)
+    folder = change.path.parent
+    for _ in range(2):
+        if folder.name.startswith(".") or folder.name in ("rules", "hooks"):
+            try:
+                folder.rmdir()  # only when empty
+            except OSError:
+                break
+            folder = folder.parent
+
+
+# --- JSON ------------------------------------------------------------------------------------------
+
+
+def _doc(text: str | None, path: Path) -> tuple[str, jsonedit.Node]:
+    source = text if text is not None and text.strip() else "{}\n"
+    try:
+        node = jsonedit.parse(source)
+    except ValueError as exc:
+        raise IntegrityError(
+            f"{path} is not valid JSON ({exc}); vaultmem setup changed nothing",
+            "fix the file (or move it aside) and run setup again",
+        ) from None
+    if node.kind != "object":
+        raise IntegrityError(
+            f"{path} does not hold a JSON object", "vaultmem setup changed nothing"
+        )
+    return source, node
+
+
+def _object(
+    text: str, parent: jsonedit.Node, key: str, kind: str, path: Path
+) -> jsonedit.Node | None:
+    member = parent.member(key)
+    if member is None:
+        return None
+    if member.value.kind != kind:
+        raise IntegrityError(
+            f"{path}: `{key}` is not a JSON {kind}", "fix the file; vaultmem setup changed nothing"
+        )
+    return member.value
+
+
+def merge_hooks(text: str | None, path: Path, handlers: dict[str, dict[str, Any]]) -> str:
+    """Add or update one `command` handler per event (Claude Code's settings.json shape:
+    `{"hooks": {EVENT: [{"hooks": [HANDLER]}]}}`)."""
+    source, _root = _doc(text, path)
+    for event, handler in handlers.items():
+        root = jsonedit.parse(source)
+        hooks = _object(source, root, "hooks", "object", path)
+        if hooks is None:
+            source = jsonedit.insert_member(source, root, "hooks", {event: [{"hooks": [handler]}]})
+            continue
+        groups = _object(source, hooks, event, "array", path)
+        if groups is None:
+            source = jsonedit.insert_member(source, hooks, event, [{"hooks": [handler]}])
+            continue
+        found = _find_handler(source, groups, event)
+        if found is None:
+            source = jsonedit.append_item(source, groups, {"hooks": [handler]})
+        elif jsonedit.value_of(source, found) != handler:
+            source = jsonedit.replace_value(source, found, handler)
+    return source
+
+
+def _handlers(text: str, groups: jsonedit.Node) -> list[tuple[int, int, jsonedit.Node]]:
+    out = []
+    for gi, group in enumerate(groups.items):
+        inner = group.member("hooks") if group.kind == "object" else None
+        if inner is None or inner.value.kind != "array":
+            continue
+        for hi, handler in enumerate(inner.value.items):
+            if handler.kind == "object":
+                out.append((gi, hi, handler))
+    return out
+
+
+def _ours(text: str, handler: jsonedit.Node, event: str | None = None) -> bool:
+    command = handler.member("command")
+    if command is None or command.value.kind != "string":
+        return False
+    m = HOOK_RE.search(str(jsonedit.value_of(text, command.value)))
+    return m is not None and (event is None or m.group("event") == event)
+
+
+def _find_handler(text: str, groups: jsonedit.Node, event: str) -> jsonedit.Node | None:
+    wanted = _event_name(event)
+    for _gi, _hi, handler in _handlers(text, groups):
+        if _ours(text, handler, wanted):
+            return handler
+    return None
+
+
+def _event_name(claude_event: str) -> str | None:
+    from vaultmem.app.hooks.contract import CLAUDE_EVENTS
+
+    return next((e.value for e, name in CLAUDE_EVENTS.items() if name == claude_event), None)
+
+
+def remove_hooks(text: str | None, path: Path) -> str | None:
+    """Take out every vaultmem hook handler, and the groups, event lists and `hooks` object
+    left empty by that. None when the file would hold nothing else (`{}`)."""
+    if text is None:
+        return None
+    source, root = _doc(text, path)
+    while True:
+        root = jsonedit.parse(source)
+        hooks = _object(source, root, "hooks", "object", path)
+        if hooks is None:
+            break
+        edit = _one_removal(source, root, hooks)
+        if edit is None:
+            break
+        source = edit
+    return _empty_to_none(source)
+
+
+def _one_removal(source: str, root: jsonedit.Node, hooks: jsonedit.Node) -> str | None:
+    for ei, event in enumerate(hooks.members):
+        groups = event.value
+        if groups.kind != "array":
+            continue
+        for gi, hi, handler in _handlers(source, groups):
+            if not _ours(source, handler):
+                continue
+            group = groups.items[gi]
+            inner = group.member("hooks")
+            assert inner is not None
+            if len(inner.value.items) > 1:
+                return jsonedit.remove_child(source, inner.value, hi)
+            if len(groups.items) > 1:
+                return jsonedit.remove_child(source, groups, gi)
+            if len(hooks.members) > 1:
+                return jsonedit.remove_child(source, hooks, ei)
+            return jsonedit.remove_child(source, root, root.members.index(root.member("hooks")))  # type: ignore[arg-type]
+    return None
+
+
+def merge_server(
+    text: str | None, path: Path, name: str, server: dict[str, Any], container: str = "mcpServers"
+) -> str:
+    """Add or update `{"mcpServers": {name: server}}`; refuse to replace someone else's server
+    that happens to have the same name."""
+    source, root = _doc(text, path)
+    servers = _object(source, root, container, "object", path)
+    if servers is None:
+        return jsonedit.insert_member(source, root, container, {name: server})
+    member = servers.member(name)
+    if member is None:
+        return jsonedit.insert_member(source, servers, name, server)
+    existing = jsonedit.value_of(source, member.value)
+    if not is_our_server(existing):
+        raise RefusedError(
+            f"{path} already has an MCP server named {name!r} that is not vaultmem's",
+            "rename or remove that entry, then run setup again; vaultmem changed nothing",
+        )
+    if existing != server:
+        return jsonedit.replace_value(source, member.value, server)
+    return source
+
+
+def is_our_server(entry: Any) -> bool:
+    """A `vaultmem mcp` server entry (`{"command": ".../vaultmem", "args": ["mcp", ...]}`)."""
+    if not isinstance(entry, dict):
+        return False
+    words = [str(entry.get("command", "")), *map(str, entry.get("args") or [])]
+    return any("vaultmem" in w for w in words) and "mcp" in words
+
+
+def remove_server(
+    text: str | None, path: Path, name: str, container: str = "mcpServers"
+) -> str | None:
+    if text is None:
+        return None
+    source, root = _doc(text, path)
+    servers = _object(source, root, container, "object", path)
+    member = servers.member(name) if servers is not None else None
+    if (
+        servers is None
+        or member is None
+        or not is_our_server(jsonedit.value_of(source, member.value))
+    ):
+        return text
+    if len(servers.members) > 1:
+        source = jsonedit.remove_child(source, servers, servers.members.index(member))
+    else:
+        source = jsonedit.remove_child(source, root, root.members.index(root.member(container)))  # type: ignore[arg-type]
+    return _empty_to_none(source)
+
+
+def _empty_to_none(source: str) -> str | None:
+    return None if source.strip() in ("{}", "") else source
+
+
+# --- marked blocks --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Markers:
+    start: str  # the start line without the newline token, e.g. "<!-- vaultmem:start ... -->"
+    end: str
+    close: str = ""  # what ends the start line after the token (" -->" for HTML comments)
+
+    def start_line(self, no_newline: bool) -> str:
+        base = self.start[: len(self.start) - len(self.close)] if self.close else self.start
+        return base + (NO_NEWLINE if no_newline else "") + self.close
+
+    def find(self, text: str) -> tuple[int, int, bool] | None:
+        """(start offset, end offset after the end line, had no final newline) or None."""
+        base = self.start[: len(self.start) - len(self.close)] if self.close else self.start
+        pattern = re.compile(
+            rf"^{re.escape(base)}(?P<nl>{re.escape(NO_NEWLINE)})?{re.escape(self.close)}[ \t]*$",
+            re.M,
+        )
+        m = pattern.search(text)
+        if not m:
+            return None
+        end = re.compile(rf"^{re.escape(self.end)}[ \t]*(?:\n|\Z)", re.M).search(text, m.end())
+        if not end:
+            raise IntegrityError(
+                f"the vaultmem block has a start marker but no end marker ({self.end!r})",
+                "put the end marker back or delete the block by hand; setup changed nothing",
+            )
+        return m.start(), end.end(), bool(m.group("nl"))
+
+
+def upsert_block(text: str | None, markers: Markers, body: str) -> str:
+    """Put `body` between the markers, replacing an existing block, else at the end."""
+    content = body if body.endswith("\n") else body + "\n"
+    found = markers.find(text or "")
+    if found is not None and text is not None:
+        start, end, nl = found
+        block = markers.start_line(nl) + "\n" + content + markers.end + "\n"
+        return text[:start] + block + text[end:]
+    if not text:
+        return markers.start_line(False) + "\n" + content + markers.end + "\n"
+    no_newline = not text.endswith("\n")
+    sep = "\n\n" if no_newline else "\n"
+    return text + sep + markers.start_line(no_newline) + "\n" + content + markers.end + "\n"
+
+
+def remove_block(text: str | None, markers: Markers) -> str | None:
+    """Take the block out with the separator it added. None when nothing else was there."""
+    if text is None:
+        return None
+    found = markers.find(text)
+    if found is None:
+        return text
+    start, end, nl = found
+    before, after = text[:start], text[end:]
+    if not after:
+        if nl and before.endswith("\n\n"):
+            before = before[:-2]
+        elif before.endswith("\n\n") or before == "\n":
+            before = before[:-1]
+    elif before.endswith("\n\n"):
+        before = before[:-1]
+    out = before + after
+    return out if out else None
+
+
+def owned_file(text: str | None, marker: str, path: Path, new: str | None) -> str | None:
+    """A whole file vaultmem owns: refuse to touch one with the same name but not ours."""
+    if text is not None and marker not in text:
+        raise RefusedError(
+            f"{path} exists and was not written by vaultmem",
+            "move it aside (or delete it), then run setup again; vaultmem changed nothing",
+        )
+    return new
+
+
+def plan(path: Path, edit: Callable[[str | None], str | None]) -> FileChange:
+    before = current(path)
+    return FileChange(path, before, edit(before))
+
+
+def hooks_change(path: Path, handlers: dict[str, dict[str, Any]], remove: bool) -> FileChange:
+    return plan(path, lambda t: remove_hooks(t, path) if remove else merge_hooks(t, path, handlers))
+
+
+def server_change(path: Path, name: str, server: dict[str, Any], remove: bool) -> FileChange:
+    return plan(
+        path,
+        lambda t: remove_server(t, path, name) if remove else merge_server(t, path, name, server),
+    )
+
+
+def block_change(path: Path, markers: Markers, body: str, remove: bool) -> FileChange:
+    return plan(
+        path, lambda t: remove_block(t, markers) if remove else upsert_block(t, markers, body)
+    )

@@ -1,0 +1,561 @@
+"""The search engine: Whoosh BM25F over note sections, passages, log entries and decisions.
+
+The only module that imports whoosh, and only inside functions, so `vaultmem status` and the
+manifest code never pay for it. Queries are built as whoosh query objects directly (no query
+parser): `vaultmem.search.query` turns the user's text into a `Query`, this module scores it.
+
+Why this module is long: it is the one place whoosh is used (the schema, the writer, the
+searcher and its query building); splitting it would spread whoosh over several modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from vaultmem.core.vault import Vault
+from vaultmem.search.documents import Doc, owner_of
+from vaultmem.search.manifest import CURRENT, index_dir, load_manifest
+
+# text fields searched by plain words, with their query-time boosts
+TEXT_FIELDS: dict[str, float] = {
+    "title": 2.5,
+    "heading": 1.5,
+    "desc": 1.5,
+    "tags": 1.5,
+    "body": 1.0,
+}
+
+
+# Tuned on the LoCoMo benchmark (bench/recall_quality.py) as general knobs only; neighbouring
+# values change R@5 by about +-0.002
+BM25_K1 = 1.2
+
+
+BM25_B = 0.75
+
+
+PROXIMITY_SLOP = 1
+
+
+PROXIMITY_BOOST = 0.2
+
+
+COVERAGE_POWER = 0.5
+
+
+# Notes vaultmem maintains for itself carry a `vaultmem/...` tag (agents/*/keys.md, Review.md):
+# they hold words (key, review, agent names) that questions share with real facts, never the
+# facts themselves, so their scores are scaled down (keys.md ranked 2nd for "idempotency key
+# checkout" before).
+MACHINE_TAG = "vaultmem/"
+
+
+MACHINE_WEIGHT = 0.25
+
+
+# words of a question that say what kind of answer is wanted, not what it is about
+QUERY_STOP = frozenset(
+    [
+        "would",
+        "could",
+        "should",
+        "might",
+        "must",
+        "shall",
+        "may",
+        "can",
+        "will",
+        "also",
+        "ever",
+        "yet",
+        "still",
+        "etc",
+        "like",
+        "likely",
+        "kind",
+        "sort",
+        "many",
+        "much",
+        "often",
+        "times",
+        "time",
+        "one",
+        "ones",
+        "someone",
+        "something",
+        "anything",
+        "anyone",
+        "thing",
+        "things",
+        "get",
+        "got",
+        "make",
+        "made",
+        "way",
+        "ways",
+        "regarding",
+        "considered",
+        "consider",
+        "potentially",
+        "probably",
+        "based",
+        "according",
+        "whether",
+        "else",
+        "besides",
+        "other",
+        "others",
+        "another",
+        "what's",
+        "who's",
+        "how's",
+    ]
+)
+
+
+def index_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged, half-written or swapped-away index raises when opened or read.
+
+    Only these turn into "rebuilt from the files"; any other exception is a bug and
+    propagates to the error boundary.
+    """
+    import pickle
+    import struct
+    import zlib
+
+    from whoosh.index import IndexError as WhooshIndexError
+
+    return (
+        OSError,
+        EOFError,
+        ValueError,
+        KeyError,
+        IndexError,
+        struct.error,
+        pickle.UnpicklingError,
+        zlib.error,
+        WhooshIndexError,
+    )
+
+
+def analyzer(language: str) -> Any:
+    """Words, lowercased, stop words dropped, Snowball-stemmed, then accents folded.
+
+    Folding after stemming lets the stemmer see the real word (Italian stems depend on
+    accents); folding at all makes `perche` find `perché`.
+    """
+    from whoosh.analysis import (
+        CharsetFilter,
+        LowercaseFilter,
+        RegexTokenizer,
+        StemFilter,
+        StopFilter,
+    )
+
+    chain = RegexTokenizer(r"\w+(?:[.'’]\w+)*") | LowercaseFilter()
+    from whoosh.lang import NoStopWords, stopwords_for_language
+    from whoosh.support.charset import accent_map as folding
+
+    try:
+        stops = set(stopwords_for_language(language))
+    except NoStopWords:
+        stops = set(stopwords_for_language("en"))
+    # the unaccented spelling of a stop word ("perche") is a stop word too
+    stops |= {w.translate(folding) for w in stops}
+    chain = chain | StopFilter(stoplist=stops)
+    # no stemmer for this language: unstemmed words still match
+    with contextlib.suppress(Exception):
+        chain = chain | StemFilter(lang=language)
+    return chain | CharsetFilter(folding)
+
+
+def schema(language: str) -> Any:
+    from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
+
+    ana = analyzer(language)
+    return Schema(
+        docid=ID(stored=True, unique=True),
+        path=ID(stored=True),
+        kind=ID(stored=True),
+        title=TEXT(analyzer=ana, stored=True),
+        heading=TEXT(analyzer=ana, stored=True),
+        desc=TEXT(analyzer=ana, stored=True),
+        tags=KEYWORD(lowercase=True, commas=True, scorable=True, stored=True),
+        type=ID(stored=True),
+        agent=ID(stored=True),
+        date=ID(stored=True),
+        status=ID(stored=True),
+        id=ID(stored=True),
+        hidden=ID,
+        valid_until=ID(stored=True),
+        lines=STORED,
+        unit=ID(stored=True),
+        owner=ID,
+        # not stored: snippets are read from the file itself (fresh by construction), and
+        # whoosh copies every stored byte into memory each time a searcher opens
+        body=TEXT(analyzer=ana, stored=False),
+    )
+
+
+def fields(doc: Doc, n: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "docid": f"{doc.path}#{n}",
+        "path": doc.path,
+        "kind": doc.kind,
+        "title": doc.title,
+        "heading": doc.heading,
+        "body": doc.body,
+        "lines": (doc.line_start, doc.line_end),
+        "hidden": "1" if doc.hidden else "0",
+        "unit": doc.unit,
+        # whose notes these are: an agent's own folder, or "-" for what every agent shares
+        "owner": owner_of(doc.path),
+    }
+    for name in ("desc", "tags", "type", "agent", "date", "status", "id", "valid_until"):
+        value = getattr(doc, name)
+        if value:
+            out[name] = value
+    return out
+
+
+def open_generation(vault: Vault, generation: str) -> Any:
+    from whoosh.index import open_dir
+
+    return open_dir(str(index_dir(vault) / generation))
+
+
+def open_writer(ix: Any, *, bulk: bool) -> Any:
+    # limitmb=512 was the fastest setting measured for a full build; small refreshes need little
+    return ix.writer(limitmb=512 if bulk else 64, procs=1)
+
+
+def new_generation(vault: Vault, language: str) -> tuple[Any, str]:
+    from whoosh.index import create_in
+
+    generation = f"g-{secrets.token_hex(4)}"
+    folder = index_dir(vault) / generation
+    folder.mkdir(parents=True, exist_ok=True)
+    return create_in(str(folder), schema(language)), generation
+
+
+@dataclass(frozen=True)
+class RawHit:
+    score: float
+    fields: dict[str, Any]
+    explain: tuple[tuple[str, float], ...] = ()
+    matched: frozenset[str] = frozenset()  # the plain query terms this document holds
+
+
+def machine_weight(stored: dict[str, Any]) -> float:
+    tags = str(stored.get("tags") or "")
+    return MACHINE_WEIGHT if any(t.startswith(MACHINE_TAG) for t in tags.split(",")) else 1.0
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed query, built by recall.py (which knows no whoosh)."""
+
+    words: tuple[str, ...] = ()  # plain words, OR semantics
+    phrases: tuple[str, ...] = ()  # each must match
+    field_words: tuple[tuple[str, str], ...] = ()  # (text field, words): scored, required
+    kinds: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()  # strict: written by / about this agent
+    visible_to: str = ""  # an agent: shared documents plus that agent's own folder
+    tags: tuple[str, ...] = ()
+    ids: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    under: tuple[str, ...] = ()
+    since: str = ""
+    include_hidden: bool = False
+    today: str = ""
+
+
+class Searcher:
+    """An open index generation, searched with query objects built directly (no qparser)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.language = vault.config.language
+        self.ix, self.searcher = self._open()
+        self.analyzer = self.ix.schema["body"].analyzer
+        # filter/mask query -> the documents it matches, for this open index only
+        self._sets: dict[str, frozenset[int]] = {}
+
+    def _open(self) -> tuple[Any, Any]:
+        from whoosh import scoring
+
+        last: BaseException | None = None
+        # a refresh may swap the generation (or merge segments) between reading the
+        # manifest and opening the files: re-read and retry before calling the index broken
+        for attempt in range(4):
+            manifest = load_manifest(self.vault)
+            if manifest is None:
+                raise FileNotFoundError("no index manifest")
+            self.generation = manifest.generation
+            try:
+                ix = open_generation(self.vault, manifest.generation)
+                weighting = scoring.BM25F(
+                    B=BM25_B, K1=BM25_K1, title_B=0.3, heading_B=0.3, tags_B=0.3
+                )
+                return ix, ix.searcher(weighting=weighting)
+            except index_errors() as exc:
+                last = exc
+                time.sleep(0.02 * (attempt + 1))
+        assert last is not None
+        raise last
+
+    def close(self) -> None:
+        self.searcher.close()
+        self.ix.close()
+
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def terms(self, text: str) -> list[str]:
+        """The index terms of some text (stemmed, folded, stop words dropped), in order."""
+        return [t.text for t in self.analyzer(text, mode="query")]
+
+    def tokens(self, text: str) -> list[tuple[str, int, int]]:
+        """(term, start char, end char) of some text, for marking snippets."""
+        return [(t.text, t.startchar, t.endchar) for t in self.analyzer(text, chars=True)]
+
+    def plain_terms(self, words: tuple[str, ...]) -> list[str]:
+        """Index terms of the plain words of a query, without question filler (English).
+
+        The index keeps these words (phrases need them); a natural question is full of them
+        ("would", "kind of", "how many") and each one that a wrong page happens to repeat
+        pulls it up. Dropped only when something else is left to search for.
+        """
+        kept = [w for w in words if w.lower().strip("?!.,;:'\"") not in QUERY_STOP]
+        terms = [t for w in (kept or words) for t in self.terms(w)]
+        return terms or [t for w in words for t in self.terms(w)]
+
+    def doc_count(self) -> int:
+        return int(self.searcher.doc_count())
+
+    def _build(self, q: Query) -> tuple[Any, Any, Any, list[Any]]:
+        main, flt, mask, leaves, _required = self._parts(q)
+        return main, flt, mask, leaves
+
+    def _parts(self, q: Query) -> tuple[Any, Any, Any, list[Any], list[Any]]:
+        from whoosh import query as wq
+
+        scored: list[Any] = []
+        leaves: list[Any] = []
+        terms = self.plain_terms(q.words)
+        seen: set[str] = set()
+        for term in terms:
+            if term in seen:
+                continue
+            seen.add(term)
+            for fname, boost in TEXT_FIELDS.items():
+                leaf = wq.Term(fname, term, boost=boost)
+                leaves.append(leaf)
+                scored.append(leaf)
+        # two query words next to each other in the text too (stop words aside): a small
+        # bonus, as in sequential-dependence models; the words alone already scored
+        # (on LoCoMo: R@1 +0.011, MRR +0.006, R@5 +0.004)
+        for a, b in itertools.pairwise(terms):
+            if a != b and PROXIMITY_BOOST > 0:
+                leaf = wq.Phrase("body", [a, b], slop=PROXIMITY_SLOP, boost=PROXIMITY_BOOST)
+                leaves.append(leaf)
+                scored.append(leaf)
+        required: list[Any] = []
+        for phrase in q.phrases:
+            words = self.terms(phrase)
+            if not words:
+                continue
+            if len(words) == 1:
+                alts = [wq.Term(f, words[0], boost=b) for f, b in TEXT_FIELDS.items()]
+            else:
+                alts = [
+                    wq.Phrase(f, words, boost=2.0 * b)
+                    for f, b in TEXT_FIELDS.items()
+                    if f != "tags"
+                ]
+            leaves.extend(alts)
+            required.append(wq.Or(alts))
+        for fname, text in q.field_words:
+            words = self.terms(text) if fname != "tags" else [text.lower()]
+            if words:
+                group = [wq.Term(fname, w, boost=TEXT_FIELDS.get(fname, 1.0)) for w in words]
+                leaves.extend(group)
+                required.append(wq.And(group))
+        if required:
+            main = wq.AndMaybe(wq.And(required), wq.Or(scored)) if scored else wq.And(required)
+        else:
+            main = wq.Or(scored) if scored else wq.NullQuery
+        filters: list[Any] = []
+
+        def any_of(fname: str, values: tuple[str, ...]) -> None:
+            if values:
+                filters.append(wq.Or([wq.Term(fname, v) for v in values]))
+
+        any_of("kind", q.kinds)
+        any_of("type", q.types)
+        any_of("agent", q.agents)
+        any_of("tags", tuple(t.lower() for t in q.tags))
+        if q.visible_to:
+            any_of("owner", (q.visible_to, "-"))
+        any_of("id", q.ids)
+        any_of("status", q.statuses)
+        if q.under:
+            filters.append(
+                wq.Or(
+                    [
+                        wq.Or([wq.Term("path", u), wq.Prefix("path", u.rstrip("/") + "/")])
+                        for u in q.under
+                    ]
+                )
+            )
+        if q.since:
+            filters.append(wq.TermRange("date", q.since, None))
+        mask = None
+        if not q.include_hidden:
+            masks = [wq.Term("hidden", "1")]
+            if q.today:
+                masks.append(wq.TermRange("valid_until", None, q.today, endexcl=True))
+            mask = wq.Or(masks)
+        flt = wq.And(filters) if filters else None
+        return main, flt, mask, leaves, required
+
+    def search(self, q: Query, *, limit: int, explain: bool = False) -> list[RawHit]:
+        """Top documents; BM25F scores scaled by how much of the query each one covers.
+
+        OR semantics rank a document that repeats one query word above one that has all of
+        them; weighting by the (idf-weighted) share of query terms matched corrects that.
+        """
+        if not self.searcher.doc_count():  # an empty vault (and idf would divide by zero)
+            return []
+        main, flt, mask, leaves = self._build(q)
+        if main is None or main.__class__.__name__ == "_NullQuery":
+            return []
+        results = self.searcher.search(main, limit=limit, filter=flt, mask=mask, terms=True)
+        plain: dict[str, float] = {}
+        for term in self.plain_terms(q.words):
+            plain[term] = max(float(self.searcher.idf("body", term)), 0.0)
+        total = sum(plain.values())
+        hits = []
+        for r in results:
+            stored = dict(r.fields())
+            score = float(r.score) * machine_weight(stored)
+            contrib: tuple[tuple[str, float], ...] = ()
+            matched = {text for _f, text in (r.matched_terms() or ())}
+            seen = {t.decode() if isinstance(t, bytes) else t for t in matched}
+            if total > 0 and COVERAGE_POWER:
+                share = sum(w for t, w in plain.items() if t in seen) / total
+                score *= share**COVERAGE_POWER
+            if explain:
+                contrib = self._explain(r.docnum, leaves)
+            hits.append(RawHit(score, stored, contrib, frozenset(seen & plain.keys())))
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    def fetch(self, q: Query, scored: list[tuple[str, float]]) -> list[RawHit]:
+        """The documents among `scored` (docid, score) that `q`'s filters, visibility and
+        required phrases allow, with their stored fields; the given scores kept, best first.
+
+        Dense candidates pass through here so that every mode filters exactly as keyword
+        search does (kinds, agents' private folders, retracted facts, `under`, ...): the same
+        filter and mask queries, evaluated once per open index and kept as sets of documents.
+        """
+        from whoosh import query as wq
+
+        if not scored or not self.searcher.doc_count():
+            return []
+        _main, flt, mask, _leaves, required = self._parts(q)
+        if required:  # rare: a quoted phrase or field:words with a semantic query
+            wanted = wq.Or([wq.Term("docid", docid) for docid, _s in scored])
+            results = self.searcher.search(
+                wq.And([wanted, *required]), limit=len(scored), filter=flt, mask=mask
+            )
+            allowed = {r.docnum for r in results}
+        else:
+            allowed = None
+        allow = self._docs(flt)
+        deny = self._docs(mask)
+        hits = []
+        for docid, score in scored:
+            docnum = self.searcher.document_number(docid=docid)
+            if docnum is None or (allowed is not None and docnum not in allowed):
+                continue
+            if (allow is not None and docnum not in allow) or (deny and docnum in deny):
+                continue
+            stored = self.searcher.stored_fields(docnum)
+            hits.append(RawHit(score * machine_weight(stored), stored))
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    def _docs(self, query: Any) -> frozenset[int] | None:
+        if query is None:
+            return None
+        key = repr(query)
+        cached = self._sets.get(key)
+        if cached is None:
+            cached = frozenset(query.docs(self.searcher))
+            self._sets[key] = cached
+        return cached
+
+    def _explain(self, docnum: int, leaves: list[Any]) -> tuple[tuple[str, float], ...]:
+        out = []
+        skip: tuple[type[BaseException], ...] = (*index_errors(), AttributeError)
+        for leaf in leaves:
+            try:
+                m = leaf.matcher(self.searcher)
+                if m.is_active():
+                    m.skip_to(docnum)
+                if m.is_active() and m.id() == docnum:
+                    out.append((_leaf_label(leaf), round(float(m.score()), 4)))
+            except skip:  # a leaf on a field this index lacks contributes nothing
+                continue
+        return tuple(sorted(out, key=lambda x: -x[1]))
+
+
+_OPEN: dict[str, tuple[str, Searcher]] = {}
+
+
+def searcher_for(vault: Vault) -> Searcher:
+    """An open searcher on the current index, kept open for the next call in this process.
+
+    A long-lived process (the MCP server, a benchmark, an agent embedding the library) then
+    pays for opening the index once; whoosh's `up_to_date` (one directory listing) says when a
+    refresh has committed since.
+    """
+    key = str(vault.root)
+    cached = _OPEN.get(key)
+    if cached is not None:
+        gen, s = cached
+        try:
+            if gen == CURRENT.get(key) and s.searcher.up_to_date():
+                return s
+        except index_errors():  # the generation was rebuilt away: open the new one
+            pass
+        forget_searcher(vault)
+    s = Searcher(vault)
+    _OPEN[key] = (s.generation, s)
+    return s
+
+
+def forget_searcher(vault: Vault) -> None:
+    cached = _OPEN.pop(str(vault.root), None)
+    if cached is not None:
+        with contextlib.suppress(Exception):
+            cached[1].close()
+
+
+def _leaf_label(leaf: Any) -> str:
+    words = getattr(leaf, "words", None)
+    if words:
+        slop = getattr(leaf, "slop", 1)
+        near = f"~{slop}" if slop > 1 else ""
+        return f'{leaf.fieldname}:"{" ".join(words)}"{near}'
+    return f"{leaf.fieldname}:{leaf.text}"

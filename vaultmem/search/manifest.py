@@ -1,0 +1,212 @@
+"""What the search index was built from, and the stat walk that says what changed since.
+
+Layout under `.vaultmem/index/`:
+
+- `manifest.json`: the files the index was built from (path -> size, mtime_ns, a content hash
+  when size and mtime cannot be trusted, problems found in the file), the whoosh generation
+  in use, the vault language and the schema version. Written atomically *after* the whoosh
+  commit, so a crash in between only makes the next refresh redo some files (idempotent:
+  every file's documents are deleted by path before they are added again).
+- `g-<hex>/`: one whoosh index ("generation"); see `vaultmem.search.engine`.
+- `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
+- `heartbeat.json`: written by `vaultmem watch` while it keeps the index current.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vaultmem.core.fsio import atomic_write
+from vaultmem.core.locking import lock_path
+from vaultmem.core.vault import Vault
+from vaultmem.search.documents import LogMark
+
+SCHEMA_VERSION = 9  # 9: how far each append-only log was indexed
+
+
+INDEX_DIR = "index"
+
+
+MANIFEST = "manifest.json"
+
+
+PROBLEMS = "problems.json"
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    path: str
+    kind: str  # broken-frontmatter, bad-encoding, truncated, binary, symlink-outside, unreadable
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Manifest:
+    """What the index was built from. On disk as flat lists: it is read on every recall, and
+    parsing three lists is several times faster than one small object per file."""
+
+    generation: str
+    language: str
+    refreshed_at: float
+    files: dict[str, tuple[int, int]]  # path -> (size, mtime_ns)
+    skipped: dict[str, tuple[str, str]]
+    hashes: dict[str, str] = field(default_factory=dict)  # racy entries only
+    problems: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    schema: int = SCHEMA_VERSION
+    # every file's content hash: a checkout, a copy or a sync tool that touches every file
+    # moves mtimes, not content; equal hashes then cost a read, not a reindex
+    sums: dict[str, str] = field(default_factory=dict)
+    logs: dict[str, LogMark] = field(default_factory=dict)  # how far each log was indexed
+
+    def forget(self, rel: str) -> None:
+        self.files.pop(rel, None)
+        self.hashes.pop(rel, None)
+        self.problems.pop(rel, None)
+        self.sums.pop(rel, None)
+        self.logs.pop(rel, None)
+
+    def dump(self) -> str:
+        paths = sorted(self.files)
+        return json.dumps(
+            {
+                "schema": self.schema,
+                "generation": self.generation,
+                "language": self.language,
+                "refreshed_at": self.refreshed_at,
+                "files": {
+                    "paths": paths,
+                    "sizes": [self.files[p][0] for p in paths],
+                    "mtimes": [self.files[p][1] for p in paths],
+                    "sums": [self.sums.get(p, "") for p in paths],
+                },
+                "hashes": dict(sorted(self.hashes.items())),
+                "problems": {k: [list(x) for x in v] for k, v in sorted(self.problems.items())},
+                "logs": {k: v.to_list() for k, v in sorted(self.logs.items())},
+                "skipped": {k: list(v) for k, v in sorted(self.skipped.items())},
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+
+# the generation each vault's manifest named when this process last read or wrote it
+CURRENT: dict[str, str] = {}
+
+
+def index_dir(vault: Vault) -> Path:
+    return vault.state(INDEX_DIR)
+
+
+def refresh_lock(vault: Vault) -> Path:
+    return lock_path(vault, "index")
+
+
+def load_manifest(vault: Vault) -> Manifest | None:
+    try:
+        raw = json.loads((index_dir(vault) / MANIFEST).read_bytes())
+        if raw.get("schema") != SCHEMA_VERSION:
+            return None
+        CURRENT[str(vault.root)] = str(raw["generation"])
+        return Manifest(
+            generation=str(raw["generation"]),
+            language=str(raw["language"]),
+            refreshed_at=float(raw["refreshed_at"]),
+            files=dict(
+                zip(
+                    raw["files"]["paths"],
+                    zip(raw["files"]["sizes"], raw["files"]["mtimes"], strict=True),
+                    strict=True,
+                )
+            ),
+            skipped={k: (str(v[0]), str(v[1])) for k, v in raw.get("skipped", {}).items()},
+            hashes=dict(raw.get("hashes", {})),
+            problems={k: [(str(a), str(b)) for a, b in v] for k, v in raw["problems"].items()},
+            sums={
+                p: s for p, s in zip(raw["files"]["paths"], raw["files"]["sums"], strict=True) if s
+            },
+            logs={
+                k: LogMark(int(a), int(b), int(c), str(d))
+                for k, (a, b, c, d) in raw.get("logs", {}).items()
+            },
+        )
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def save_manifest(vault: Vault, manifest: Manifest) -> None:
+    CURRENT[str(vault.root)] = manifest.generation
+    folder = index_dir(vault)
+    atomic_write(folder / MANIFEST, manifest.dump())
+    problems = [p.to_dict() for p in _manifest_problems(manifest)]
+    atomic_write(folder / PROBLEMS, json.dumps({"problems": problems}, ensure_ascii=False))
+
+
+def _manifest_problems(manifest: Manifest) -> list[FileProblem]:
+    out = [FileProblem(p, k, m) for p, (k, m) in manifest.skipped.items()]
+    for rel, found in manifest.problems.items():
+        out.extend(FileProblem(rel, k, m) for k, m in found)
+    return sorted(out, key=lambda p: (p.path, p.kind))
+
+
+def index_problems(vault: Vault) -> list[FileProblem]:
+    """Files the last index refresh could not read cleanly (cheap: reads one small JSON file)."""
+    try:
+        raw = json.loads((index_dir(vault) / PROBLEMS).read_bytes())
+        return [FileProblem(p["path"], p["kind"], p["message"]) for p in raw["problems"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]]:
+    """Every markdown file in the vault -> (size, mtime_ns); plus symlinks left out, and why.
+
+    Skips dot folders and dot files (`.vaultmem/`, `.obsidian/`, `.git/`, `.trash/`, editor and
+    vaultmem temp files). Symlinks are never followed out of the vault, and links to folders
+    are not followed at all (no loops, no duplicates).
+    """
+    root = str(vault.root)
+    real_root = str(vault.real_root)
+    files: dict[str, tuple[int, int]] = {}
+    skipped: dict[str, tuple[str, str]] = {}
+    stack = [("", root)]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:  # vanished mid-walk, or unreadable
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name[0] == ".":
+                    continue
+                rel = prefix + name
+                try:
+                    if entry.is_symlink():
+                        target = os.path.realpath(entry.path)
+                        if target != real_root and not target.startswith(real_root + os.sep):
+                            if name.lower().endswith(".md") or Path(target).is_dir():
+                                skipped[rel] = (
+                                    "symlink-outside",
+                                    f"symlink to {target}, outside the vault: not followed",
+                                )
+                            continue
+                        if not name.lower().endswith(".md") or not Path(target).is_file():
+                            continue
+                        st = Path(entry.path).stat()
+                        files[rel] = (st.st_size, st.st_mtime_ns)
+                    elif entry.is_dir(follow_symlinks=False):
+                        stack.append((rel + "/", entry.path))
+                    elif name.lower().endswith(".md"):
+                        st = entry.stat(follow_symlinks=False)
+                        files[rel] = (st.st_size, st.st_mtime_ns)
+                except OSError:  # vanished between listing and stat
+                    continue
+    return files, skipped

@@ -1,0 +1,510 @@
+"""Recall: a question in, the few right places in the vault out, with where they came from.
+
+Every call first brings the index up to date with the files (`refresh.refresh`), so a note saved
+in Obsidian a second ago is found. Plain words rank with BM25F under OR semantics (natural
+questions share few words with their answer, so AND finds almost nothing); `"quoted phrases"`
+must match; `field:value` filters. Several sections of one note are aggregated into one hit (the
+best section, scored with support from the others), while log entries and decisions stay
+separate hits.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.core import clock
+from vaultmem.core.choices import choose
+from vaultmem.core.errors import UsageError
+from vaultmem.core.vault import Vault
+from vaultmem.search import engine, refresh
+from vaultmem.search.documents import Kind
+
+if TYPE_CHECKING:
+    from vaultmem.search.embedder import StaticModel
+
+_TOKEN = re.compile(r'(?:(\w+):)?"([^"]*)"?|(\S+)')
+FILTER_FIELDS = {
+    "kind": "kinds",
+    "type": "types",
+    "agent": "agents",
+    "tag": "tags",
+    "tags": "tags",
+    "id": "ids",
+    "status": "statuses",
+    "path": "under",
+    "under": "under",
+    "since": "since",
+}
+SCORED_FIELDS = {"title": "title", "heading": "heading", "body": "body", "description": "desc"}
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+SNIPPET_CHARS = 240
+# how much the other matching sections of a note add to its best section's score
+SECTION_SUPPORT = 0.05
+# how much a long section's score as a whole adds to its best passage's
+WHOLE_WEIGHT = 1.0
+# documents fetched per hit asked for, before sections are grouped into notes
+CANDIDATES = 5
+_ENTRY_KINDS = ("log", "decision")
+MODES = ("keyword", "semantic", "hybrid")
+# Exact lookups (identifiers, rare terms): for a query of at most this many distinct terms, a
+# note that holds more of them ranks above one that holds fewer, whatever the fields (OR
+# semantics and BM25F otherwise let one word in a title beat a note with all the words).
+ALL_TERMS_MAX = 3
+# ...unless the query is a question ("when did Melanie paint a sunrise?"): questions keep
+# plain OR ranking (on LoCoMo conversations 0-4 the rule cost R@1 0.003 on questions).
+QUESTIONS_EXEMPT = 1
+_QUESTION = re.compile(
+    r"^\s*(who|whom|whose|what|when|where|which|why|how|did|does|do|is|are|was|were|has|have|"
+    r"can|could|would|should|will)\b",
+    re.IGNORECASE,
+)
+# Hybrid: a calibrated score mix, (1 - w) * keyword score / best keyword score
+# + w * cosine rescaled over the dense candidates. Chosen on LoCoMo conversations 0-4 only
+# (bench/recall_quality.py --set query.SEMANTIC_WEIGHT=...): reciprocal rank fusion lowered
+# R@1 there at every weight tried (k 10-60, w 0.1-1.5: 0.737 -> 0.55-0.70); the mix at 0.1
+# kept R@1/MRR within 0.01 of keyword and R@5 +0.003, higher weights lost R@1.
+SEMANTIC_WEIGHT = 0.1
+# nearest documents taken from the embedding store before filters and grouping into notes
+# (each costs a docid lookup in the index: 200 cost ~30 ms at 10,000 notes, 60 ~9 ms)
+DENSE_CANDIDATES = 60
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    score: float
+    path: str
+    kind: str
+    title: str
+    heading: str
+    line_start: int
+    line_end: int
+    snippet: str
+    id: str | None
+    agent: str | None
+    date: str | None
+    explain: tuple[tuple[str, float], ...] = ()
+    # with --explain: this hit's rank in keyword search and in semantic search (None: absent)
+    ranks: tuple[int | None, int | None] = (None, None)
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rank": self.rank,
+            "score": self.score,
+            "path": self.path,
+            "kind": self.kind,
+            "title": self.title,
+            "heading": self.heading,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "snippet": self.snippet,
+            "id": self.id,
+            "agent": self.agent,
+            "date": self.date,
+        }
+        if explain:
+            out["explain"] = [{"term": t, "score": s} for t, s in self.explain]
+            out["ranks"] = {"keyword": self.ranks[0], "semantic": self.ranks[1]}
+        return out
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    index: refresh.Freshness
+    hits: tuple[Hit, ...] = field(default_factory=tuple)
+    explain: bool = False
+    mode: str = "keyword"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "index": self.index.to_dict(),
+            "hits": [h.to_dict(explain=self.explain) for h in self.hits],
+        }
+
+
+def parse_query(
+    text: str,
+    *,
+    kind: str | None = None,
+    type_: str | None = None,
+    agent: str | None = None,
+    under: str | None = None,
+    since: str | None = None,
+    include_retracted: bool = False,
+) -> engine.Query:
+    """Split a query into plain words, quoted phrases and `field:value` filters."""
+    words: list[str] = []
+    phrases: list[str] = []
+    field_words: list[tuple[str, str]] = []
+    filters: dict[str, list[str]] = {k: [] for k in set(FILTER_FIELDS.values())}
+    for m in _TOKEN.finditer(text):
+        fname, quoted, bare = m.group(1), m.group(2), m.group(3)
+        if quoted is not None:
+            if fname and fname.lower() in FILTER_FIELDS:
+                filters[FILTER_FIELDS[fname.lower()]].append(quoted)
+            elif fname and fname.lower() in SCORED_FIELDS:
+                field_words.append((SCORED_FIELDS[fname.lower()], quoted))
+            else:
+                if fname:
+                    words.append(fname)
+                if quoted.strip():
+                    phrases.append(quoted)
+            continue
+        name, sep, value = bare.partition(":")
+        key = name.lower()
+        if sep and value and key in FILTER_FIELDS:
+            filters[FILTER_FIELDS[key]].append(value)
+        elif sep and value and key in SCORED_FIELDS:
+            field_words.append((SCORED_FIELDS[key], value))
+        else:
+            words.append(bare)
+    for key, value in (
+        ("kinds", kind),
+        ("types", type_),
+        ("under", under),
+        ("since", since),
+    ):
+        if value:
+            filters[key].append(value)
+    for k in filters["kinds"]:
+        choose(Kind, k, "kind")
+    since_value = ""
+    if filters["since"]:
+        since_value = max(filters["since"])
+        if not _DATE.fullmatch(since_value):
+            raise UsageError(f"--since {since_value!r} is not a date", "use YYYY-MM-DD")
+    under_values = tuple(u.strip("/") for u in filters["under"] if u.strip("/"))
+    return engine.Query(
+        words=tuple(words),
+        phrases=tuple(phrases),
+        field_words=tuple(field_words),
+        kinds=tuple(filters["kinds"]),
+        types=tuple(t.lower() for t in filters["types"]),
+        agents=tuple(filters["agents"]),
+        visible_to=agent or "",
+        tags=tuple(t.lstrip("#") for t in filters["tags"]),
+        ids=tuple(filters["ids"]),
+        statuses=tuple(s.lower() for s in filters["statuses"]),
+        under=under_values,
+        since=since_value,
+        include_hidden=include_retracted,
+        today=clock.today().isoformat(),
+    )
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _snippet(searcher: engine.Searcher, body: str, wanted: set[str]) -> tuple[str, int]:
+    """The line(s) of `body` that match the most query terms, terms marked **like this**.
+
+    Returns the snippet and the 0-based offset of its first line within the body.
+    """
+    lines = body.splitlines()
+    best, best_i, best_tokens = -1, 0, []
+    # stems keep the start of their word: a line without any term's first letters cannot
+    # match, and skipping it saves analysing (stemming) most lines of a long hit
+    prefixes = {t[:3] for t in wanted}
+    for i, raw in enumerate(lines):
+        line = raw.replace("**", "").replace("__", "")
+        if not line.strip():
+            continue
+        folded = line.lower() if line.isascii() else _fold(line)
+        if best >= 0 and not any(p in folded for p in prefixes):
+            continue
+        tokens = searcher.tokens(line)
+        found = {t for t, _s, _e in tokens if t in wanted}
+        score = len(found) * 10 + sum(1 for t, _s, _e in tokens if t in wanted)
+        if line.lstrip().startswith("#"):  # a heading says less than the text under it
+            score = score // 4
+        if score > best:
+            best, best_i, best_tokens = score, i, tokens
+        if best > 0 and i > 200 and best >= 10 * len(wanted):
+            break
+    if best < 0:
+        return "", 0
+    line = lines[best_i].replace("**", "").replace("__", "")
+    marks = [(s, e) for t, s, e in best_tokens if t in wanted]
+    out, pos = [], 0
+    for s, e in marks:
+        out.append(line[pos:s])
+        out.append(f"**{line[s:e]}**")
+        pos = e
+    out.append(line[pos:])
+    text = "".join(out).strip()
+    if len(text) > SNIPPET_CHARS:
+        first = text.find("**")
+        start = max(0, first - SNIPPET_CHARS // 3) if first >= 0 else 0
+        # never cut inside a marked term
+        cut = text[start : start + SNIPPET_CHARS]
+        if cut.count("**") % 2:
+            cut = cut[: cut.rfind("**")]
+        text = ("…" if start else "") + cut.strip() + "…"
+    return text, best_i
+
+
+def resolve_mode(vault: Vault, mode: str | None) -> str:
+    """keyword, semantic or hybrid: the option, else `[recall] mode`; "auto" is hybrid when
+    the semantic extra is installed, keyword otherwise."""
+    from vaultmem.search import embedder
+
+    wanted = (mode or vault.config.recall.mode).lower()
+    if wanted == "auto":
+        # hybrid once the extra is installed and the model made (`vaultmem index --semantic`
+        # makes it): a recall never waits for a download or a distillation by default
+        ready = embedder.available() and embedder.ready(vault.config.recall.model)
+        return "hybrid" if ready else "keyword"
+    if wanted not in MODES:
+        raise UsageError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}")
+    if wanted != "keyword":
+        embedder.require()
+    return wanted
+
+
+def load_model(
+    vault: Vault,
+    mode: str,
+    *,
+    progress: refresh.ProgressFn | None = None,
+    fallback: bool = True,
+    network: bool = False,
+) -> tuple[StaticModel | None, str, tuple[str, ...]]:
+    """The embedding model a mode needs, the mode that will run, and why it changed.
+
+    An explicit semantic or hybrid mode whose model cannot be had is an error (exit 7); the
+    default ("auto") falls back to keyword search with a warning instead. Only `network`
+    (vaultmem index --semantic) may fetch a model.
+    """
+    if mode == "keyword":
+        return None, mode, ()
+    from vaultmem.core.errors import UnavailableError
+    from vaultmem.search import embedder
+
+    try:
+        model = embedder.load_model(
+            vault.config.recall.model, progress=progress, build=True, network=network
+        )
+        return model, mode, ()
+    except UnavailableError as exc:
+        if not fallback:
+            raise
+        return None, "keyword", (f"{exc.message}: keyword search only ({exc.hint})",)
+
+
+def recall(
+    vault: Vault,
+    query: str,
+    *,
+    limit: int = 10,
+    kind: str | None = None,
+    type_: str | None = None,
+    agent: str | None = None,
+    under: str | None = None,
+    since: str | None = None,
+    include_retracted: bool = False,
+    explain: bool = False,
+    mode: str | None = None,
+    progress: refresh.ProgressFn | None = None,
+) -> RecallResult:
+    """Ranked hits for `query`, after bringing the index up to date with the files.
+
+    `mode`: keyword (BM25F), semantic (embeddings) or hybrid (both, mixed); None follows
+    `[recall] mode`. `progress` is called while a model is made or the embeddings are built.
+    """
+    if limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}", "e.g. --limit 5")
+    parsed = parse_query(
+        query,
+        kind=kind,
+        type_=type_,
+        agent=agent,
+        under=under,
+        since=since,
+        include_retracted=include_retracted,
+    )
+    wanted = resolve_mode(vault, mode)
+    model, used, notes = load_model(
+        vault, wanted, progress=progress, fallback=(mode or vault.config.recall.mode) == "auto"
+    )
+    fresh = refresh.refresh(vault, model=model, embed_progress=progress)
+    if notes:
+        fresh = _with_warnings(fresh, notes)
+
+    def run() -> list[Hit]:
+        return _search(
+            engine.searcher_for(vault), parsed, limit=limit, explain=explain, model=model, mode=used
+        )
+
+    try:
+        try:
+            hits = run()
+        except engine.index_errors():
+            # another process may have swapped the generation under us: open it afresh once
+            engine.forget_searcher(vault)
+            hits = run()
+    except engine.index_errors() as exc:
+        # crash mid-commit, truncated files, another whoosh version: the files are the truth
+        engine.forget_searcher(vault)
+        rebuilt = refresh.refresh(vault, wait=None, rebuild=True, model=model)
+        fresh = _with_warnings(
+            rebuilt,
+            (f"index could not be opened ({type(exc).__name__}): rebuilt from the files",),
+        )
+        hits = run()
+    return RecallResult(query=query, index=fresh, hits=tuple(hits), explain=explain, mode=used)
+
+
+def _with_warnings(fresh: refresh.Freshness, extra: tuple[str, ...]) -> refresh.Freshness:
+    return refresh.Freshness(**{**fresh.__dict__, "warnings": (*fresh.warnings, *extra)})
+
+
+def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end: int) -> str:
+    """Lines start..end (1-based) of a vault file as it is now, for the snippet."""
+    if rel not in cache:
+        try:
+            with open(vault.root / rel, "rb") as fh:
+                data = fh.read(vault.config.recall.max_file_bytes)
+            cache[rel] = data.decode("utf-8", errors="replace").splitlines()
+        except OSError:  # vanished since it was indexed
+            cache[rel] = []
+    return "\n".join(cache[rel][max(start, 1) - 1 : end])
+
+
+Ranked = list[tuple[float, engine.RawHit, int]]  # (score, best document, query terms held)
+
+
+def _group(raw: list[engine.RawHit], *, support: bool, short: bool = False) -> Ranked:
+    """Sections of one note make one hit (log entries and decisions stay apart), best first.
+
+    Keyword scores add up (the best section, some support from the others, the whole long
+    section); a cosine does not, so semantic hits keep their best document's. For a `short`
+    query (see ALL_TERMS_MAX) notes that hold more of its terms come first.
+    """
+    groups: dict[str, list[engine.RawHit]] = {}
+    for h in raw:
+        groups.setdefault(_group_key(h), []).append(h)
+    scored: Ranked = []
+    for members in groups.values():
+        held = len(frozenset().union(*(m.matched for m in members))) if short else 0
+        if not support:
+            scored.append((members[0].score, members[0], held))
+            continue
+        parts = [m for m in members if m.fields.get("unit") != "whole"]
+        wholes = [m for m in members if m.fields.get("unit") == "whole"]
+        best = parts[0] if parts else wholes[0]
+        score = best.score + SECTION_SUPPORT * sum(m.score for m in parts[1:])
+        if wholes:
+            score += WHOLE_WEIGHT * wholes[0].score
+        scored.append((score, best, held))
+    scored.sort(key=lambda x: (-x[2], -x[0]))
+    return scored
+
+
+def _group_key(h: engine.RawHit) -> str:
+    f = h.fields
+    return str(f["docid"] if f.get("kind") in _ENTRY_KINDS else f["path"])
+
+
+def _dense(searcher: engine.Searcher, parsed: engine.Query, model: StaticModel) -> Ranked:
+    from vaultmem.search import vectors
+
+    text = " ".join((*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)))
+    store = vectors.open_vectors(searcher.vault)
+    if store is None or not text.strip():
+        return []
+    raw = searcher.fetch(parsed, store.nearest(model.encode([text])[0], DENSE_CANDIDATES))
+    return _group(raw, support=False)
+
+
+def _fuse(
+    keyword: Ranked, dense: Ranked
+) -> list[tuple[float, engine.RawHit, int | None, int | None]]:
+    """The calibrated mix of both rankings (see SEMANTIC_WEIGHT), with each side's rank.
+
+    Keyword scores are divided by the best one, cosines rescaled between the best and the
+    last dense candidate; the terms a note holds (short queries) still order first.
+    """
+    kw = {_group_key(h): (i, s, h, held) for i, (s, h, held) in enumerate(keyword, start=1)}
+    dn = {_group_key(h): (i, s, h) for i, (s, h, _held) in enumerate(dense, start=1)}
+    top = max((s for s, _h, _held in keyword), default=0.0) or 1.0
+    hi = dense[0][0] if dense else 1.0
+    lo = dense[-1][0] if dense else 0.0
+    span = hi - lo if hi > lo else 1.0
+    out = []
+    for key in kw.keys() | dn.keys():
+        k = kw.get(key)
+        d = dn.get(key)
+        score = (1 - SEMANTIC_WEIGHT) * (k[1] / top if k else 0.0) + SEMANTIC_WEIGHT * (
+            (d[1] - lo) / span if d else 0.0
+        )
+        held = k[3] if k else 0
+        best = k[2] if k else d[2]  # type: ignore[index]
+        out.append((score, best, k[0] if k else None, d[0] if d else None, held))
+    out.sort(key=lambda x: (-x[4], -x[0], x[2] or 10**9))
+    return [(s, h, kr, dr) for s, h, kr, dr, _held in out]
+
+
+def _search(
+    searcher: engine.Searcher,
+    parsed: engine.Query,
+    *,
+    limit: int,
+    explain: bool,
+    model: StaticModel | None = None,
+    mode: str = "keyword",
+) -> list[Hit]:
+    ranked: list[tuple[float, engine.RawHit, int | None, int | None]]
+    keyword: Ranked = []
+    if mode != "semantic":
+        raw = searcher.search(parsed, limit=max(limit * CANDIDATES, 50), explain=explain)
+        text = " ".join(parsed.words)
+        question = bool(QUESTIONS_EXEMPT) and ("?" in text or bool(_QUESTION.match(text)))
+        short = not question and 1 < len(set(searcher.plain_terms(parsed.words))) <= ALL_TERMS_MAX
+        keyword = _group(raw, support=True, short=short)
+    if model is None or mode == "keyword":
+        ranked = [(s, h, i, None) for i, (s, h, _held) in enumerate(keyword, start=1)]
+    elif mode == "semantic":
+        dense = _dense(searcher, parsed, model)
+        ranked = [(s, h, None, i) for i, (s, h, _held) in enumerate(dense, start=1)]
+    else:
+        ranked = _fuse(keyword, _dense(searcher, parsed, model))
+    wanted: set[str] = set()
+    for w in (*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)):
+        wanted.update(searcher.terms(w))
+    hits = []
+    files: dict[str, list[str]] = {}
+    for rank, (score, h, kw_rank, dense_rank) in enumerate(ranked[:limit], start=1):
+        f = h.fields
+        start, end = f.get("lines") or (0, 0)
+        text = _lines(searcher.vault, f["path"], files, int(start), int(end))
+        snippet, _offset = _snippet(searcher, text or f.get("title") or "", wanted)
+        if not snippet and text:  # a semantic hit may share no word with the query
+            first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+            snippet = first[:SNIPPET_CHARS] + ("…" if len(first) > SNIPPET_CHARS else "")
+        hits.append(
+            Hit(
+                rank=rank,
+                score=round(score, 4),
+                path=f["path"],
+                kind=f.get("kind", "note"),
+                title=f.get("title", ""),
+                heading=f.get("heading", ""),
+                line_start=int(start),
+                line_end=int(end),
+                snippet=snippet,
+                id=f.get("id") or None,
+                agent=f.get("agent") or None,
+                date=f.get("date") or None,
+                explain=h.explain,
+                ranks=(kw_rank, dense_rank),
+            )
+        )
+    return hits

@@ -1,0 +1,501 @@
+"""Freshness without a daemon: every recall first brings the index up to date with the files.
+
+`refresh()` walks the vault with `os.scandir` (one stat per file), compares with the manifest and
+reindexes only what was added, changed or removed. Refreshes are serialised by a lock file; a
+recall that cannot get the lock at once searches the last committed index and says so, instead
+of waiting. While `vaultmem watch` runs and says it is current (its heartbeat), the walk is
+skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.core.errors import LockTimeoutError
+from vaultmem.core.fsio import atomic_write
+from vaultmem.core.locking import exclusive, release, try_exclusive
+from vaultmem.core.vault import Vault
+from vaultmem.search.documents import (
+    Doc,
+    Kind,
+    content_hash,
+    kind_of,
+    read_documents,
+    read_limit,
+    read_log,
+    read_prefix,
+)
+from vaultmem.search.engine import (
+    fields,
+    index_errors,
+    new_generation,
+    open_generation,
+    open_writer,
+)
+from vaultmem.search.manifest import (
+    Manifest,
+    index_dir,
+    load_manifest,
+    refresh_lock,
+    save_manifest,
+    walk,
+)
+
+if TYPE_CHECKING:
+    from vaultmem.search.embedder import StaticModel
+
+HEARTBEAT = "heartbeat.json"
+
+
+HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
+
+
+# A file whose mtime is this close to the moment it was read may be rewritten within the
+# same mtime tick without its size changing; such entries carry a content hash (cf. git's
+# "racily clean" entries).
+RACY_NS = 2_000_000_000
+
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """What the freshness check did before a search (part of the `recall --json` contract)."""
+
+    files: int  # markdown files in the index after this check
+    refreshed: int  # files (re)indexed now: added or changed
+    removed: int  # files dropped from the index now
+    checked_by: str  # "walk" (stat walk vs manifest) or "watcher" (trusted its heartbeat)
+    stale: bool  # True when changes were seen but another process held the refresh lock
+    rebuilt: bool  # True when the index was (re)built from scratch
+    age_seconds: float  # since the index was last written (nothing changed since then)
+    refreshed_at: str  # ISO time the index was last written
+    duration_ms: float
+    warnings: tuple[str, ...] = ()
+    embedded: int = 0  # documents (re)embedded now (semantic recall only)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["warnings"] = list(self.warnings)
+        return out
+
+
+@dataclass(frozen=True)
+class _Plan:
+    changed: list[str]
+    removed: list[str]
+    skipped: dict[str, tuple[str, str]]
+    current: dict[str, tuple[int, int]]
+    settled: list[str] = field(default_factory=list)  # racy entries now safe to trust again
+    # files whose mtime moved but whose content did not (a checkout, a copy): new stat only
+    touched: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def empty(self, manifest: Manifest) -> bool:
+        return not (self.changed or self.removed or self.settled or self.touched) and (
+            self.skipped == manifest.skipped
+        )
+
+
+def _plan(
+    vault: Vault, manifest: Manifest, current: dict[str, tuple[int, int]], skipped: Any
+) -> _Plan:
+    changed = []
+    settled = []
+    touched: dict[str, tuple[int, int]] = {}
+    limit_ns = time.time_ns() - RACY_NS
+    max_bytes = vault.config.recall.max_file_bytes
+    for rel, (size, mtime) in current.items():
+        known = manifest.files.get(rel)
+        if known != (size, mtime):
+            if known is not None and known[0] == size and rel in manifest.sums:
+                # same size, new mtime: only the content can say whether it changed
+                try:
+                    data, _ = read_prefix(vault.root / rel, read_limit(rel, max_bytes))
+                except OSError:
+                    changed.append(rel)
+                    continue
+                if content_hash(data) == manifest.sums[rel]:
+                    touched[rel] = (size, mtime)
+                    continue
+            changed.append(rel)
+        elif rel in manifest.hashes:
+            # size and mtime match, but the file was written within one mtime tick of being
+            # read: only its content can say whether it changed since
+            try:
+                data, _ = read_prefix(vault.root / rel, vault.config.recall.max_file_bytes)
+            except OSError:
+                changed.append(rel)
+                continue
+            if content_hash(data) != manifest.hashes[rel]:
+                changed.append(rel)
+            elif mtime < limit_ns:
+                settled.append(rel)
+    removed = [rel for rel in manifest.files if rel not in current]
+    return _Plan(sorted(changed), sorted(removed), dict(skipped), current, settled, touched)
+
+
+def _apply(
+    vault: Vault,
+    ix: Any,
+    manifest: Manifest,
+    plan: _Plan,
+    *,
+    bulk: bool,
+    progress: ProgressFn | None,
+    collect: dict[str, list[Doc]] | None = None,
+) -> tuple[int, int]:
+    """Reindex changed files and drop removed ones in one whoosh commit; update the manifest.
+
+    `collect` receives each reindexed file's documents (the embedding store reuses them)."""
+    max_bytes = vault.config.recall.max_file_bytes
+    writer = open_writer(ix, bulk=bulk)
+    refreshed = removed = 0
+    try:
+        for rel in plan.removed:
+            writer.delete_by_term("path", rel)
+            manifest.forget(rel)
+            removed += 1
+        total = len(plan.changed)
+        for n, rel in enumerate(plan.changed):
+            first, mark = 0, None
+            if kind_of(rel)[0] == Kind.LOG:
+                # an append-only log: only what was appended since the last refresh
+                log_read = read_log(vault, rel, max_bytes, manifest.logs.get(rel))
+                read = None
+                if log_read is not None:
+                    read = (log_read.docs, log_read.problems, log_read.data)
+                    first, mark = log_read.first, log_read.mark
+            else:
+                read = read_documents(vault, rel, max_bytes)
+            if not bulk and first == 0:
+                writer.delete_by_term("path", rel)
+            if read is None:  # vanished since the walk
+                if rel in manifest.files:
+                    manifest.forget(rel)
+                    removed += 1
+                continue
+            docs, problems, data = read
+            if collect is not None and first == 0:
+                collect[rel] = docs  # appended to: the embedding store reads the whole file
+            for i, doc in enumerate(docs, start=first):
+                writer.add_document(**fields(doc, i))
+            size, mtime = plan.current[rel]
+            now_ns = time.time_ns()
+            racy = now_ns - mtime < RACY_NS or len(data) != size
+            manifest.forget(rel)
+            manifest.files[rel] = (size, mtime)
+            digest = mark.digest if mark is not None else content_hash(data)
+            manifest.sums[rel] = digest
+            if racy:
+                manifest.hashes[rel] = digest
+            if problems:
+                manifest.problems[rel] = problems
+            if mark is not None:
+                manifest.logs[rel] = mark
+            refreshed += 1
+            if progress is not None and (n % 50 == 0 or n == total - 1):
+                progress(n + 1, total)
+        writer.commit(optimize=False)
+    except BaseException:
+        writer.cancel()
+        raise
+    manifest.skipped = plan.skipped
+    return refreshed, removed
+
+
+def _drop_other_generations(vault: Vault, keep: str) -> None:
+    folder = index_dir(vault)
+    with contextlib.suppress(OSError):
+        for child in folder.iterdir():
+            if child.is_dir() and child.name.startswith("g-") and child.name != keep:
+                shutil.rmtree(child, ignore_errors=True)
+
+
+def _rebuild_locked(
+    vault: Vault,
+    progress: ProgressFn | None,
+    walked: tuple[Any, Any] | None = None,
+    semantic: _Semantic | None = None,
+) -> tuple[Manifest, int, _Synced]:
+    current, skipped = walked or walk(vault)
+    language = vault.config.language
+    ix, generation = new_generation(vault, language)
+    manifest = Manifest(generation, language, time.time(), {}, {})
+    plan = _Plan(sorted(current), [], skipped, current)
+    if progress is not None:
+        progress(0, len(plan.changed))
+    collected: dict[str, list[Doc]] = {}
+    refreshed, _ = _apply(
+        vault, ix, manifest, plan, bulk=True, progress=progress, collect=collected
+    )
+    ix.close()
+    synced = _sync(vault, manifest, semantic, collected)
+    manifest.refreshed_at = time.time()
+    save_manifest(vault, manifest)
+    _drop_other_generations(vault, generation)
+    return manifest, refreshed, synced
+
+
+@dataclass(frozen=True)
+class _Semantic:
+    """What the embedding store needs from a refresh: the model, and a progress callback."""
+
+    model: StaticModel
+    progress: ProgressFn | None = None
+
+
+@dataclass(frozen=True)
+class _Synced:
+    embedded: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+def _sync(
+    vault: Vault,
+    manifest: Manifest,
+    semantic: _Semantic | None,
+    collected: dict[str, list[Doc]] | None = None,
+) -> _Synced:
+    """Bring the embedding store in line with `manifest` (under the refresh lock)."""
+    if semantic is None:
+        return _Synced()
+    from vaultmem.search import vectors
+
+    report = vectors.sync(
+        vault, manifest, semantic.model, reindexed=collected, progress=semantic.progress
+    )
+    return _Synced(report.embedded, report.warnings)
+
+
+def vectors_in_line(vault: Vault, manifest: Manifest, model: StaticModel) -> bool:
+    """True when the embedding store was made by `model` from exactly the indexed files."""
+    from vaultmem.search import vectors
+
+    try:
+        store = vectors.load_manifest(vault)
+    except ValueError:
+        return False
+    if store is None or store.model != model.fingerprint:
+        return False
+    key = (store.written_at, store.base, store.delta, manifest.generation, manifest.refreshed_at)
+    if _IN_LINE.get(str(vault.root)) == key:
+        return True
+    ok = len(store.files) == len(manifest.files) and all(
+        store.files.get(rel) == (size, mtime, manifest.hashes.get(rel, ""))
+        for rel, (size, mtime) in manifest.files.items()
+    )
+    if ok:
+        _IN_LINE[str(vault.root)] = key
+    return ok
+
+
+# the last store write found in line with an index manifest (generation, write time), per vault
+_IN_LINE: dict[str, tuple[float, str, str, str, float]] = {}
+
+
+def _heartbeat_ok(vault: Vault) -> bool:
+    """True when `vaultmem watch` is running, has applied every change it saw, and says so."""
+    try:
+        raw = json.loads((index_dir(vault) / HEARTBEAT).read_bytes())
+        return bool(time.time() - float(raw["time"]) < HEARTBEAT_MAX_AGE and not raw["pending"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def write_heartbeat(vault: Vault, *, pending: int, pid: int) -> None:
+    atomic_write(
+        index_dir(vault) / HEARTBEAT,
+        json.dumps({"time": time.time(), "pending": pending, "pid": pid}),
+    )
+
+
+def clear_heartbeat(vault: Vault) -> None:
+    with contextlib.suppress(OSError):
+        (index_dir(vault) / HEARTBEAT).unlink()
+
+
+def _freshness(
+    manifest: Manifest,
+    started: float,
+    *,
+    refreshed: int = 0,
+    removed: int = 0,
+    checked_by: str = "walk",
+    stale: bool = False,
+    rebuilt: bool = False,
+    warnings: tuple[str, ...] = (),
+    synced: _Synced | None = None,
+) -> Freshness:
+    now = time.time()
+    if synced is not None:
+        warnings = (*warnings, *synced.warnings)
+    at = manifest.refreshed_at
+    return Freshness(
+        files=len(manifest.files),
+        refreshed=refreshed,
+        removed=removed,
+        checked_by=checked_by,
+        stale=stale,
+        rebuilt=rebuilt,
+        age_seconds=round(max(0.0, now - at), 3),
+        refreshed_at=datetime.fromtimestamp(at, UTC)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z"),
+        duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        warnings=warnings,
+        embedded=synced.embedded if synced is not None else 0,
+    )
+
+
+def _usable(manifest: Manifest | None, vault: Vault) -> bool:
+    return (
+        manifest is not None
+        and manifest.language == vault.config.language
+        and (index_dir(vault) / manifest.generation).is_dir()
+    )
+
+
+def refresh(
+    vault: Vault,
+    *,
+    wait: float | None = 0.0,
+    rebuild: bool = False,
+    progress: ProgressFn | None = None,
+    trust_watcher: bool = True,
+    model: StaticModel | None = None,
+    embed_progress: ProgressFn | None = None,
+) -> Freshness:
+    """Bring the index (and, given a `model`, the embedding store) up to date with the files.
+
+    `wait`: how long to wait for another process's refresh. 0 (what `recall` uses) means do
+    not wait: search the last committed index and report `stale`. None waits for the
+    configured lock timeout and raises LockTimeoutError (exit 6) after it.
+    With no index yet (or an unusable one) every caller waits, since there is nothing to search.
+    """
+    started = time.perf_counter()
+    semantic = _Semantic(model, embed_progress) if model is not None else None
+    manifest = load_manifest(vault)
+    if not rebuild and _usable(manifest, vault):
+        assert manifest is not None
+        in_line = model is None or vectors_in_line(vault, manifest, model)
+        if trust_watcher and in_line and _heartbeat_ok(vault):
+            return _freshness(manifest, started, checked_by="watcher")
+        current, skipped = walk(vault)
+        plan = _plan(vault, manifest, current, skipped)
+        if plan.empty(manifest) and in_line:
+            return _freshness(manifest, started)
+        if wait == 0.0:
+            handle = try_exclusive(refresh_lock(vault))
+            if handle is None:
+                pending = len(plan.changed) + len(plan.removed)
+                return _freshness(
+                    manifest,
+                    started,
+                    stale=True,
+                    warnings=(
+                        f"{pending} changed file(s) not yet indexed: another process is "
+                        "refreshing; searched the last committed index",
+                    )
+                    if pending
+                    else ("another process is refreshing; searched the last committed index",),
+                )
+            try:
+                # the walk just made is as recent as one made now: do not stat everything twice
+                walked = (current, skipped)
+                return _refresh_locked(
+                    vault, started, progress, rebuild=False, walked=walked, semantic=semantic
+                )
+            finally:
+                release(handle)
+    timeout = vault.config.log.lock_timeout if wait is None or wait == 0.0 else wait
+    try:
+        with exclusive(refresh_lock(vault), timeout, what="index"):
+            return _refresh_locked(vault, started, progress, rebuild=rebuild, semantic=semantic)
+    except LockTimeoutError:
+        if wait is None or not _usable(load_manifest(vault), vault):
+            raise
+        manifest = load_manifest(vault)
+        assert manifest is not None
+        return _freshness(
+            manifest,
+            started,
+            stale=True,
+            warnings=("another process is refreshing; searched the last committed index",),
+        )
+
+
+def _refresh_locked(
+    vault: Vault,
+    started: float,
+    progress: ProgressFn | None,
+    *,
+    rebuild: bool,
+    walked: tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]] | None = None,
+    semantic: _Semantic | None = None,
+) -> Freshness:
+    # re-read under the lock: whoever held it may have done our work already
+    manifest = load_manifest(vault)
+    warnings: tuple[str, ...] = ()
+    if not rebuild and manifest is not None and manifest.language != vault.config.language:
+        warnings = (f"vault language is now {vault.config.language}: index rebuilt",)
+        rebuild = True
+    if not rebuild and manifest is not None and _usable(manifest, vault):
+        current, skipped = walked or walk(vault)
+        plan = _plan(vault, manifest, current, skipped)
+        if plan.empty(manifest):
+            synced = _sync(vault, manifest, semantic)
+            return _freshness(manifest, started, synced=synced)
+        for rel in plan.settled:
+            manifest.hashes.pop(rel, None)
+        manifest.files.update(plan.touched)
+        now_ns = time.time_ns()
+        for rel, (_size, mtime) in plan.touched.items():
+            if now_ns - mtime < RACY_NS:  # touched within a tick: check the content next time
+                manifest.hashes[rel] = manifest.sums[rel]
+        if not (plan.changed or plan.removed or plan.skipped != manifest.skipped):
+            synced = _sync(vault, manifest, semantic)
+            save_manifest(vault, manifest)  # only racy entries settled: nothing to reindex
+            return _freshness(manifest, started, synced=synced)
+        try:
+            ix = open_generation(vault, manifest.generation)
+        except index_errors() as exc:
+            warnings = (
+                f"index could not be opened ({type(exc).__name__}): rebuilt from the files",
+            )
+        else:
+            try:
+                collected: dict[str, list[Doc]] = {}
+                refreshed, removed = _apply(
+                    vault, ix, manifest, plan, bulk=False, progress=progress, collect=collected
+                )
+                synced = _sync(vault, manifest, semantic, collected)
+                manifest.refreshed_at = time.time()
+                save_manifest(vault, manifest)
+                return _freshness(
+                    manifest, started, refreshed=refreshed, removed=removed, synced=synced
+                )
+            except index_errors() as exc:
+                warnings = (
+                    f"index could not be updated ({type(exc).__name__}: {exc}): rebuilt from "
+                    "the files",
+                )
+            finally:
+                ix.close()
+    elif (
+        manifest is None
+        and index_dir(vault).is_dir()
+        and any(p.name.startswith("g-") for p in index_dir(vault).iterdir())
+    ):
+        warnings = warnings or ("index manifest missing or from another version: rebuilt",)
+    manifest, refreshed, synced = _rebuild_locked(vault, progress, semantic=semantic)
+    return _freshness(
+        manifest, started, refreshed=refreshed, rebuilt=True, warnings=warnings, synced=synced
+    )

@@ -1,0 +1,136 @@
+"""`vaultmem watch`: keep the index current while files change. The only watchdog importer.
+
+Events only say *that* something changed; what changed is always worked out by the same stat
+walk against the manifest that every `recall` uses (`refresh.refresh`), so a missed, merged or
+reordered event can never leave the index wrong. Events are debounced: a burst of changes (a
+git pull, a sync client, 1,000 files) becomes one refresh once things are quiet for a moment.
+
+While it runs, the watcher writes a heartbeat saying whether it has applied every change it
+saw; `recall` then skips its own walk.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from watchdog.events import FileSystemEventHandler
+from watchdog.observers import Observer
+
+from vaultmem.core.errors import LockTimeoutError
+from vaultmem.core.fsio import ensure_dir
+from vaultmem.core.vault import STATE_DIR, Vault
+from vaultmem.search import manifest, refresh
+
+IGNORED_DIRS = frozenset({STATE_DIR, ".obsidian", ".git", ".trash"})
+HEARTBEAT_EVERY = 1.0
+
+
+def relevant(vault_root: str, path: str, *, is_dir: bool = False) -> bool:
+    """Does a change at `path` matter to the index? (Not vaultmem's state, not editor temp files.)"""
+    rel = os.path.relpath(path, vault_root)
+    if rel.startswith(".."):
+        return False
+    parts = rel.replace(os.sep, "/").split("/")
+    if any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
+        return False
+    name = parts[-1]
+    if name.endswith(("~", ".swp", ".swx", ".tmp", ".part", ".crdownload")):
+        return False
+    # a folder event (rename, delete) may move many notes; a non-markdown file does not matter
+    return is_dir or name.lower().endswith(".md") or "." not in name
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One refresh the watcher ran (given to the `on_refresh` callback)."""
+
+    events: int  # file-system events folded into this refresh
+    freshness: refresh.Freshness
+
+
+class _Handler(FileSystemEventHandler):
+    """Collects relevant events; the loop in `watch` decides when to refresh."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__()
+        self.root = root
+        self.lock = threading.Lock()
+        self.pending = 0
+        self.last = 0.0
+
+    def dispatch(self, event: Any) -> None:
+        paths = [getattr(event, "src_path", ""), getattr(event, "dest_path", "")]
+        if getattr(event, "event_type", "") in ("opened", "closed_no_write"):
+            return
+        is_dir = bool(getattr(event, "is_directory", False))
+        if not any(p and relevant(self.root, os.fsdecode(p), is_dir=is_dir) for p in paths):
+            return
+        with self.lock:
+            self.pending += 1
+            self.last = time.monotonic()
+
+    def take(self, debounce: float) -> int:
+        """The number of events to refresh for now (0 while changes are still arriving)."""
+        with self.lock:
+            if not self.pending or time.monotonic() - self.last < debounce:
+                return 0
+            n, self.pending = self.pending, 0
+            return n
+
+
+def watch(
+    vault: Vault,
+    *,
+    debounce: float = 0.3,
+    stop: threading.Event | None = None,
+    on_refresh: Callable[[WatchEvent], None] | None = None,
+    ready: threading.Event | None = None,
+) -> None:
+    """Refresh the index now and after every burst of changes, until `stop` is set.
+
+    KeyboardInterrupt (Ctrl-C) propagates after the observer is stopped and the heartbeat
+    removed, so callers can exit cleanly.
+    """
+    stop = stop or threading.Event()
+    # create the state folders before watching: one appearing during the observer's own
+    # recursive set-up makes watchdog warn about a duplicate watch
+    manifest.index_dir(vault).mkdir(parents=True, exist_ok=True)
+    ensure_dir(vault.state("locks"))
+    handler = _Handler(str(vault.root))
+    observer = Observer()
+    observer.schedule(handler, str(vault.root), recursive=True)
+    observer.start()
+    try:
+        fresh = refresh.refresh(vault, wait=None, trust_watcher=False)
+        if on_refresh is not None:
+            on_refresh(WatchEvent(0, fresh))
+        if ready is not None:
+            ready.set()
+        beat = 0.0
+        while not stop.is_set():
+            n = handler.take(debounce)
+            if n:
+                try:
+                    fresh = refresh.refresh(vault, wait=None, trust_watcher=False)
+                except LockTimeoutError:
+                    with handler.lock:  # try again on the next turn
+                        handler.pending += n
+                else:
+                    if on_refresh is not None:
+                        on_refresh(WatchEvent(n, fresh))
+            now = time.monotonic()
+            if now - beat >= HEARTBEAT_EVERY or n:
+                with handler.lock:
+                    pending = handler.pending
+                refresh.write_heartbeat(vault, pending=pending, pid=os.getpid())
+                beat = now
+            stop.wait(0.05)
+    finally:
+        refresh.clear_heartbeat(vault)
+        observer.stop()
+        observer.join(timeout=5)
