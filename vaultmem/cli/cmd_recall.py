@@ -29,8 +29,9 @@ def recall(
     query: Annotated[
         str,
         typer.Argument(
-            help='Words (any may match), "quoted phrases" (must match) and field:value filters '
-            "(kind, type, agent, tag, id, status, under, since, title, heading, body)."
+            help='Words (any may match), "quoted phrases" (rank first; must match with --strict '
+            'or as phrase:"...") and field:value filters (kind, type, agent, tag, id, status, '
+            "under, since, title, heading, body)."
         ),
     ],
     limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits to return.")] = 10,
@@ -63,6 +64,14 @@ def recall(
         typer.Option(
             "--include-retracted",
             help="Also retracted/superseded facts and rejected/expired bank notes.",
+        ),
+    ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help='Quoted phrases must match (by default they rank first; phrase:"..." is '
+            "always strict).",
         ),
     ] = False,
     explain: Annotated[
@@ -99,6 +108,7 @@ def recall(
         under=under,
         since=since,
         include_retracted=include_retracted,
+        strict=strict,
         explain=explain,
         mode=mode,
         vault=vault,

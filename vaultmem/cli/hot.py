@@ -112,19 +112,18 @@ def recall(
     *,
     query: str,
     limit: int,
-    kind: str | None,
-    type_: str | None,
-    under: str | None,
-    since: str | None,
-    include_retracted: bool,
     explain: bool,
     mode: str | None,
     vault: Path | None,
     agent: str | None,
     as_json: bool,
+    **filters: Any,
 ) -> None:
+    """`filters`: the command's filter options (kind, type_, under, since, strict, ...), as
+    one RecallFilters: a new filter needs no change here."""
     from functools import partial
 
+    from vaultmem.search.filters import RecallFilters
     from vaultmem.search.query import recall as do_recall
 
     result_vault = open_vault(vault)
@@ -133,12 +132,8 @@ def recall(
         result_vault,
         query,
         limit=limit,
-        kind=kind,
-        type_=type_,
+        filters=RecallFilters.of(**filters),
         agent=agent,
-        under=under,
-        since=since,
-        include_retracted=include_retracted,
         explain=explain,
         mode=mode,
     )
