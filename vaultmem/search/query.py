@@ -186,6 +186,26 @@ def resolve_mode(vault: Vault, mode: str | None) -> str:
     return wanted
 
 
+def _why_keyword(vault: Vault) -> tuple[str, ...]:
+    """Why "auto" searched by keyword only, when someone asked for embeddings: a model set by
+    hand, or the semantic runtime installed; silent for a keyword-only install."""
+    from vaultmem.core import config
+    from vaultmem.core.errors import UnavailableError
+    from vaultmem.search import embedder
+
+    name = vault.config.recall.model
+    if not embedder.available() and name == config.DEFAULT_MODEL:
+        return ()
+    try:
+        embedder.resolve(name)
+    except UnavailableError as exc:
+        hint = (exc.hint or "").replace(
+            "`vaultmem index --semantic`", f"`vaultmem index --semantic --vault {vault.root}`"
+        )
+        return (f"{exc.message}: keyword search only ({hint})",)
+    return ()
+
+
 def load_model(
     vault: Vault,
     mode: str,
@@ -247,9 +267,10 @@ def recall(
         filters = RecallFilters.of(**{**base, **options})
     parsed = parse_query(query, filters, agent=agent)
     wanted = resolve_mode(vault, mode)
-    model, used, notes = load_model(
-        vault, wanted, progress=progress, fallback=(mode or vault.config.recall.mode) == "auto"
-    )
+    auto = (mode or vault.config.recall.mode).lower() == "auto"
+    model, used, notes = load_model(vault, wanted, progress=progress, fallback=auto)
+    if auto and used == "keyword" and not notes:
+        notes = _why_keyword(vault)
     fresh = refresh.refresh(vault, model=model, embed_progress=progress)
     if notes:
         fresh = _with_warnings(fresh, notes)

@@ -355,7 +355,7 @@ def load_numpy(
     or it was made for another model."""
     import json
 
-    from vaultmem.search.embedder import _tensors
+    from vaultmem.search.static import _tensors
 
     try:
         with open(weights_file, "rb") as fh:
