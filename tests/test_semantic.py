@@ -368,3 +368,13 @@ def test_read_query_is_hybrid_and_plain_read_imports_no_runtime(sem_vault: Path)
         [sys.executable, "-c", code, str(sem_vault)], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_hybrid_scores_stay_on_the_keyword_scale(sem_vault: Path) -> None:
+    """Thresholds set for BM25F scores (the prompt hook's [hooks] recall_min_score, 12) keep
+    their meaning when the default mode becomes hybrid."""
+    v = Vault.open(sem_vault)
+    keyword = recall(v, "stripe webhooks", mode="keyword").hits
+    hybrid = recall(v, "stripe webhooks", mode="hybrid").hits
+    assert keyword and hybrid and keyword[0].score > 1.0
+    assert 0.8 * keyword[0].score - 1e-3 <= hybrid[0].score <= keyword[0].score + 1e-3

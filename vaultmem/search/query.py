@@ -395,7 +395,9 @@ def _fuse(
         best = k[2] if k else d[2]  # type: ignore[index]
         out.append((score, best, k[0] if k else None, d[0] if d else None, held))
     out.sort(key=lambda x: (-x[4], -x[0], x[2] or 10**9))
-    return [(s, h, kr, dr) for s, h, kr, dr, _held in out]
+    # back on the keyword scale (x the best keyword score): thresholds set for BM25F scores,
+    # such as the prompt hook's [hooks] recall_min_score, keep their meaning in hybrid mode
+    return [(s * top, h, kr, dr) for s, h, kr, dr, _held in out]
 
 
 def _search(
