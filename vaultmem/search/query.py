@@ -198,8 +198,13 @@ def _why_keyword(vault: Vault) -> tuple[str, ...]:
     from vaultmem.search import embedder
 
     name = vault.config.recall.model
-    if not embedder.available() and name == config.DEFAULT_MODEL:
-        return ()
+    if not embedder.available():
+        if name == config.DEFAULT_MODEL:
+            return ()
+        return (
+            f"[recall] model is {name!r} but the semantic extra is not installed: keyword "
+            "search only (pip install 'vaultmem[semantic]')",
+        )
     try:
         embedder.resolve(name)
     except UnavailableError as exc:
