@@ -45,6 +45,14 @@ def test_safe_path_refuses(vault: Path, rel: str) -> None:
         v.path(rel)
 
 
+@pytest.mark.parametrize("rel", ["../x.md", "memory/../../x.md", "memory/../wiki/x.md", "a/.."])
+def test_a_path_with_dot_dot_is_refused_for_what_it_is(vault: Path, rel: str) -> None:
+    """`..` is refused as such, even when it would land inside the vault: names are plain, and
+    the message names the real cause (not a symlink)."""
+    with pytest.raises(PathOutsideVaultError, match=r"climbs out with '\.\.'"):
+        Vault.open(vault).path(rel)
+
+
 def test_safe_path_refuses_symlink_out(vault: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

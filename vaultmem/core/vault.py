@@ -242,6 +242,9 @@ def resolve_reviewer(vault: Vault, reviewer: str | None, *, acting_agent: str | 
     Refused when an agent is acting (`--agent` / VAULTMEM_AGENT), when the name is an agent's
     or is not listed under `reviewers`. A guard against mistakes and against an agent
     following instructions literally, not a security boundary (README, Threat model).
+
+    This is the one rule of the gate: a bank fact's author is always the agent whose bank holds
+    it (`bank.model`), and no agent's name passes here, so nobody reviews their own proposal.
     """
     listed = ", ".join(vault.config.reviewers) or "none"
     if acting_agent:
