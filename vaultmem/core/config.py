@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.core.errors import ConfigError
+from vaultmem.core.names import AGENT_NAME_RE
 
 ENV_VAULT = "VAULTMEM_VAULT"
 ENV_AGENT = "VAULTMEM_AGENT"
@@ -261,9 +262,6 @@ def _check_range(rules: Any, where: str, value: Any, path: Path) -> None:
             )
 
 
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
-
-
 def _check_values(config: Config, path: Path) -> Config:
     """Values that have a grammar or a range, beyond their TOML type."""
     from vaultmem.core.clock import parse_duration
@@ -286,7 +284,7 @@ def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
         return ()
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
         raise ConfigError(f"{path}: {key} must be a list of names", f'e.g. {key} = ["ella"]')
-    bad = [x for x in raw if not NAME_RE.fullmatch(x)]
+    bad = [x for x in raw if not AGENT_NAME_RE.fullmatch(x)]
     if bad:
         raise ConfigError(
             f"{path}: {key} holds names that are not valid: {', '.join(map(repr, bad))}",
@@ -319,7 +317,7 @@ def parse_config(text: str, path: Path) -> Config:
     recall = _section(RecallSettings, raw.get("recall"), "recall", path)
     default_reviewer = raw.get("default_reviewer")
     if default_reviewer is not None and (
-        not isinstance(default_reviewer, str) or not NAME_RE.fullmatch(default_reviewer)
+        not isinstance(default_reviewer, str) or not AGENT_NAME_RE.fullmatch(default_reviewer)
     ):
         raise ConfigError(
             f"{path}: default_reviewer must be a name", 'e.g. default_reviewer = "chiara"'

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from vaultmem.core.config import CONFIG_NAME, NAME_RE, Config, load_config
+from vaultmem.core.config import CONFIG_NAME, Config, load_config
 from vaultmem.core.errors import (
     PathOutsideVaultError,
     ReviewRefusedError,
@@ -20,9 +20,9 @@ from vaultmem.core.errors import (
     UsageError,
     VaultNotFoundError,
 )
+from vaultmem.core.names import AGENT_NAME_RE
 
 STATE_DIR = ".vaultmem"
-AGENT_NAME_RE = NAME_RE  # one grammar for agent and reviewer names, in config and here
 
 MEMORY_DIR = "memory"
 MEMORY_INDEX = "MEMORY.md"

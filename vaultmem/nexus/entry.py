@@ -41,6 +41,7 @@ from typing import Any
 
 from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import UsageError, VaultmemError
+from vaultmem.core.names import AGENT_NAME, DEVICE
 
 FORMAT_VERSION = 1  # entries without recipients
 ADDRESSED_VERSION = 2  # entries with recipients (`to` in the header and the canonical form)
@@ -85,13 +86,13 @@ CHANNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}")
 
 
 # `ella.12`, `ella.d3` (decision log), and on another machine's chain `ella.k2f7.3`
-ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}(?:\.[a-z2-7]{4})?\.d?[0-9]{1,12}")
+ID_RE = re.compile(rf"{AGENT_NAME}(?:\.{DEVICE})?\.d?[0-9]{{1,12}}")
 
 
 TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
 
 
-_NAME = r"[a-z0-9][a-z0-9_-]{0,39}"
+_NAME = AGENT_NAME
 HEADER_RE = re.compile(
     r"^### (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z) · "
     rf"(?P<agent>{_NAME}) · (?P<channel>\S+) · (?P<type>[a-z][a-z0-9_-]*)"

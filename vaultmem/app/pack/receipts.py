@@ -22,9 +22,10 @@ from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.fsio import append_line
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.names import AGENT_NAME
 from vaultmem.core.vault import Vault
 
-_ROTATED = re.compile(r"(?P<agent>[a-z0-9][a-z0-9_-]{0,39})\.(?P<n>[0-9]{1,9})\.jsonl")
+_ROTATED = re.compile(rf"(?P<agent>{AGENT_NAME})\.(?P<n>[0-9]{{1,9}})\.jsonl")
 COMMANDS = ("read", "recall", "inbox")
 
 
