@@ -150,21 +150,18 @@ class Entry:
     byte_end: int = -1
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "agent": self.agent,
-            "seq": self.seq,
-            "time": self.time,
-            "channel": self.channel,
-            "type": self.type,
-            "summary": self.summary,
-            "body": self.body,
-            "acks": list(self.acks),
-            "to": list(self.to),
-        }
+        data = self.contract_dict()
         for key, value in self.extra.items():
             data.setdefault(key, value)
         return data
+
+    def contract_dict(self) -> dict[str, Any]:
+        """The fields of the JSON contract (`CONTRACT_KEYS`), tuples as lists; no extras."""
+        out: dict[str, Any] = {}
+        for key in CONTRACT_KEYS:
+            value = getattr(self, key)
+            out[key] = list(value) if isinstance(value, tuple) else value
+        return out
 
     def full_dict(self) -> dict[str, Any]:
         """Everything, for the journal: enough to re-render the exact block."""
