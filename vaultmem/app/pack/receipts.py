@@ -126,23 +126,13 @@ def recent_uses(
 ) -> list[Receipt]:
     """The agent's latest receipts of one command, from the last `max_bytes` of its current
     file only (the importance of pack items: cheap, and recent use is what counts)."""
-    import json
-
     try:
-        with open(_current(vault, agent), "rb") as fh:
-            size = fh.seek(0, 2)
-            fh.seek(max(0, size - max_bytes))
-            data = fh.read()
-    except OSError:
+        records = read_jsonl(_current(vault, agent), max_bytes=max_bytes)
+    except OSError:  # unreadable receipts cost the pack its use counts, nothing else
         return []
-    lines = data.split(b"\n")[1:] if size > max_bytes else data.split(b"\n")
     out = []
-    for line in lines:
-        try:
-            raw = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(raw, dict) or raw.get("command") != command:
+    for raw in records:
+        if raw.get("command") != command:
             continue
         ids, paths = raw.get("ids"), raw.get("paths") or []
         if isinstance(ids, list) and isinstance(paths, list):
