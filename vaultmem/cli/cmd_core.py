@@ -9,6 +9,7 @@ import typer
 
 from vaultmem.cli.base import (
     AgentOpt,
+    DryRunOpt,
     JsonOpt,
     VaultOpt,
     commands,
@@ -141,9 +142,7 @@ def status(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
 
 @commands.command(epilog=example("vaultmem upgrade --dry-run", "vaultmem upgrade"))
 def upgrade(
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List what would change; change nothing.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
