@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -266,3 +267,23 @@ def test_read_imports_nothing_heavy(vault: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     loaded = proc.stdout.rsplit("LOADED:", 1)[1].strip()
     assert loaded == ""
+
+
+def test_typer_is_a_release_whose_internals_vaultmem_knows() -> None:
+    from vaultmem.cli import typer_internals as ti
+
+    low, high = ti.SUPPORTED
+    assert low <= ti.version() < high, "pyproject.toml's typer pin and SUPPORTED disagree"
+    assert ti.get_command_from_info and ti.get_group_from_info and ti.TyperGroup
+
+
+def test_a_typer_without_an_internal_fails_loudly_on_import() -> None:
+    code = (
+        "import typer.main\n"
+        "del typer.main.get_group_from_info\n"
+        "import vaultmem.cli.typer_internals\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "IncompatibleTyper: vaultmem needs typer 0.29.x" in proc.stderr
+    assert "missing typer.main.get_group_from_info" in proc.stderr
