@@ -9,8 +9,10 @@ path uses this boundary too; typer's own exceptions are recognised only when typ
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from vaultmem.cli.io import emit_json
 from vaultmem.core.config import env_debug
@@ -66,6 +68,18 @@ def _typer_error(exc: Exception, as_json: bool) -> bool:
     return False
 
 
+def reader_gone() -> NoReturn:
+    """The reader of stdout went away (`vaultmem inbox | grep -q X`, `log | head`): a normal
+    end, as for `git log | head`, so exit 0 and say nothing. stdout is pointed at /dev/null first,
+    so the interpreter's last flush does not fail on the closed pipe a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(0)
+
+
 def guarded(call: Callable[[], object], *, as_json: bool, debug: bool) -> None:
     """Run one command; turn every outcome into output and an exit code."""
     try:
@@ -78,9 +92,7 @@ def guarded(call: Callable[[], object], *, as_json: bool, debug: bool) -> None:
         sys.stderr.write("Interrupted.\n")
         raise SystemExit(130) from None
     except BrokenPipeError:
-        # the reader went away (`vaultmem log | head`): not an error worth a traceback
-        sys.stderr.close()
-        raise SystemExit(EXIT_UNEXPECTED) from None
+        reader_gone()
     except PermissionError as exc:  # a write that no core function translated
         if debug:
             _print_traceback()

@@ -112,6 +112,16 @@ class LazyGroup(TyperGroup):
 
         return build(cmd_name, app)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        # click turns a closed stdout into exit 1 before our boundary sees it; a reader that
+        # stops early (`vaultmem log | head`) is a normal end
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            from vaultmem.cli.boundary import reader_gone
+
+            reader_gone()
+
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:

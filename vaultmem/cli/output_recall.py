@@ -7,16 +7,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from vaultmem.cli.output import console
+
 if TYPE_CHECKING:
     from vaultmem.search.query import RecallResult
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+out = console()
+err = console(stderr=True)
 _MARK = re.compile(r"\*\*(.+?)\*\*")
 
 
