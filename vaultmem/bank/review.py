@@ -97,7 +97,9 @@ def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) ->
     for fact in sorted(facts, key=lambda f: (f.created, f.path)):
         if fact.author not in by_author:  # shared memories and the author's own
             by_author[fact.author] = dedupe.memory_candidates(vault, fact.author)
-        ranked = dedupe.rank_matches(signature(fact.text), by_author[fact.author], 0.2)
+        ranked = dedupe.rank_matches(
+            signature(fact.text, vault.config.language), by_author[fact.author], 0.2
+        )
         out.append(QueueItem(fact, tuple(m for m, _c in ranked[:similar])))
     return out
 
