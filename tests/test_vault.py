@@ -157,7 +157,8 @@ def test_set_toml_names_keeps_other_lines() -> None:
     text = '# hi\nagents = ["a",\n  "b"]\nreviewers = []\n\n[log]\nlock_timeout = 1.0\n'
     where = Path("vaultmem.toml")
     out = set_toml_names(text, "agents", ["a", "b", "c"], where)
-    assert out.startswith('# hi\nagents = ["a", "b", "c"]\nreviewers = []')
+    # the list keeps its own layout: a new item follows the last one, in its style
+    assert out.startswith('# hi\nagents = ["a",\n  "b",\n  "c"]\nreviewers = []')
     out = set_toml_names("[log]\nlock_timeout = 1\n", "agents", ["a"], where)
     assert out.startswith('agents = ["a"]\n\n[log]')
     # a key inside a table is not the top-level key

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 import tomllib
@@ -353,22 +352,30 @@ def parse_config(text: str, path: Path) -> Config:
     return _check_values(config, path)
 
 
-def set_toml_key(text: str, key: str, literal: str, path: Path) -> str:
-    """Set one top-level `key = literal` in a vaultmem.toml text, keeping every other line.
+def set_toml_key(text: str, key: str, value: str | int | list[str], path: Path) -> str:
+    """Set one top-level `key` in a vaultmem.toml text, keeping everything a person wrote:
+    comments, layout, the order of keys and tables (tomlkit edits TOML and round-trips it).
 
-    A key already there is replaced in place (a one-line value, or an array over several
-    lines); a new one goes before the first table. The result must parse as a valid config.
-    """
-    pattern = re.compile(rf"^{re.escape(key)}[ \t]*=[ \t]*(?:\[[^\]]*\]|[^\n]*)", re.MULTILINE)
-    head_end = m.start() if (m := re.search(r"^\[", text, re.MULTILINE)) else len(text)
-    line = f"{key} = {literal}"
-    found = pattern.search(text, 0, head_end)
-    if found:
-        new = text[: found.start()] + line + text[found.end() :]
+    A list that is already there is edited in place: items missing from `value` are taken out,
+    new ones appended, each existing item keeping its comment. A new key goes after the last
+    top-level key, before the first table. The result must parse as a valid config."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", "fix the file") from None
+    current = doc.get(key)
+    if isinstance(value, list) and isinstance(current, list):
+        for item in [x for x in current if x not in value]:
+            current.remove(item)
+        for item in value:
+            if item not in current:
+                current.append(item)
     else:
-        new = (
-            text[:head_end] + line + "\n" + ("\n" if head_end < len(text) else "") + text[head_end:]
-        )
+        doc[key] = value
+    new = tomlkit.dumps(doc)
     parse_config(new, path)  # never write a config we cannot read back
     return new
 

@@ -37,7 +37,7 @@ class InitResult:
 
 def set_toml_names(text: str, key: str, names: list[str], path: Path) -> str:
     """Rewrite one top-level `key = [...]` array in place, keeping every other line."""
-    return set_toml_key(text, key, toml_list(names), path)
+    return set_toml_key(text, key, list(names), path)
 
 
 def _count_notes(root: Path) -> int:
