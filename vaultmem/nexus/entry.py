@@ -469,6 +469,13 @@ def _heads(raw: Any) -> dict[str, list[Any]]:
     return out
 
 
+def time_order(e: Entry) -> tuple[str, str]:
+    """The order readers show entries in: by time, then id. A sync's union merge can leave the
+    file out of that order (one machine's new entries after the other's), so file position is
+    not it."""
+    return (e.time, e.id)
+
+
 def entry_id(agent: str, seq: int, log: str, device: str = "") -> str:
     """`ella.12` / `ella.d3`, or `ella.k2f7.12` on the chain of device k2f7."""
     chain = f"{agent}.{device}" if device else agent
