@@ -58,6 +58,7 @@ COMMANDS: dict[str, str] = {
     "recall": "cmd_recall",
     "index": "cmd_recall",
     "watch": "cmd_recall",
+    "show": "cmd_show",
     "digest": "cmd_digest",
     "compact": "cmd_digest",
     "profile": "cmd_digest",
