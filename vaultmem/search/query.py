@@ -321,6 +321,10 @@ def recall(
     """
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}", "e.g. --limit 5")
+    if not query.strip():
+        raise UsageError(
+            "recall needs a question or some words", 'e.g. vaultmem recall "stripe webhooks"'
+        )
     parsed = parse_query(
         query,
         kind=kind,
