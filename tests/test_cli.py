@@ -287,3 +287,20 @@ def test_a_typer_without_an_internal_fails_loudly_on_import() -> None:
     assert proc.returncode == 1
     assert "IncompatibleTyper: vaultmem needs typer 0.29.x" in proc.stderr
     assert "missing typer.main.get_group_from_info" in proc.stderr
+
+
+def test_a_value_that_starts_with_a_dash_gets_the_double_dash_hint(vault: Path) -> None:
+    res = run_cli("append", "-x summary", "--agent", "ella", "--vault", str(vault))
+    assert res.exit_code == 2 and "No such option: -x" in res.stderr
+    assert (
+        "hint: if '-x' starts a value, not an option, put the value last, after `--`" in res.stderr
+    )
+    ok = run_cli("append", "--agent", "ella", "--vault", str(vault), "--json", "--", "-x summary")
+    assert ok.exit_code == 0, ok.stderr
+    assert json.loads(ok.stdout)["summary"] == "-x summary"
+
+
+def test_choice_errors_are_in_our_words(vault: Path) -> None:
+    res = run_cli("append", "ok", "--type", "hand", "--agent", "ella", "--vault", str(vault))
+    assert res.exit_code == 2 and "'hand' is not one of 'note'" in res.stderr
+    assert "Value error" not in res.stderr

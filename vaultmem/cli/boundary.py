@@ -46,6 +46,19 @@ def fail(code: int, kind: str, message: str, hint: str | None, as_json: bool) ->
     raise SystemExit(code)
 
 
+def _dash_hint(exc: Exception) -> str | None:
+    """For "No such option: -x": a value that starts with a dash reads as an option."""
+    name = getattr(exc, "option_name", None)
+    if type(exc).__name__ != "NoSuchOption" or not isinstance(name, str):
+        return None
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", "vaultmem COMMAND")
+    return (
+        f"if {name!r} starts a value, not an option, put the value last, after `--` "
+        f"({command} --agent A -- '{name} ...'), or join it to its option (--body='{name} ...')"
+    )
+
+
 def _typer_error(exc: Exception, as_json: bool) -> bool:
     """Usage errors and aborts raised by typer's parser; False if `exc` is not one."""
     typer = sys.modules.get("typer")
@@ -53,14 +66,20 @@ def _typer_error(exc: Exception, as_json: bool) -> bool:
         return False
     if isinstance(exc, typer.TyperException):
         code = int(getattr(exc, "exit_code", EXIT_USAGE))
+        if isinstance(getattr(exc, "message", None), str):
+            # the wording of typer's validation layer is not ours: "Value error, 'x' is not ..."
+            exc.message = exc.message.replace("Value error, ", "")
         message = getattr(exc, "format_message", lambda: str(exc))()
+        hint = _dash_hint(exc)
         if as_json:
-            fail(code, "UsageError", message, None, as_json)
+            fail(code, "UsageError", message, hint, as_json)
         show = getattr(exc, "show", None)
         if callable(show):
             show()
         else:
             sys.stderr.write(f"Error: {message}\n")
+        if hint:
+            sys.stderr.write(f"  hint: {hint}\n")
         raise SystemExit(code) from None
     if isinstance(exc, typer.Abort):
         sys.stderr.write("Aborted.\n")
