@@ -290,6 +290,9 @@ def test_a_typer_without_an_internal_fails_loudly_on_import() -> None:
 
 
 def test_a_value_that_starts_with_a_dash_gets_the_double_dash_hint(vault: Path) -> None:
+    from tests._layer3_helpers import make_keys
+
+    make_keys(vault, "ella")
     res = run_cli("append", "-x summary", "--agent", "ella", "--vault", str(vault))
     assert res.exit_code == 2 and "No such option: -x" in res.stderr
     assert (
