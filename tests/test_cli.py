@@ -307,3 +307,9 @@ def test_choice_errors_are_in_our_words(vault: Path) -> None:
     res = run_cli("append", "ok", "--type", "hand", "--agent", "ella", "--vault", str(vault))
     assert res.exit_code == 2 and "'hand' is not one of 'note'" in res.stderr
     assert "Value error" not in res.stderr
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_the_version(flag: str) -> None:
+    res = run_cli(flag)
+    assert res.exit_code == 0 and res.stdout.startswith("vaultmem ")

@@ -52,7 +52,9 @@ def _dash_hint(exc: Exception) -> str | None:
     if type(exc).__name__ != "NoSuchOption" or not isinstance(name, str):
         return None
     ctx = getattr(exc, "ctx", None)
-    command = getattr(ctx, "command_path", "vaultmem COMMAND")
+    command = getattr(ctx, "command_path", "")
+    if " " not in command:  # an option of vaultmem itself, before any command
+        return None
     return (
         f"if {name!r} starts a value, not an option, put the value last, after `--` "
         f"({command} --agent A -- '{name} ...'), or join it to its option (--body='{name} ...')"
