@@ -164,3 +164,21 @@ def test_set_toml_names_keeps_other_lines() -> None:
     # a key inside a table is not the top-level key
     out = set_toml_names("[bank]\nread_limit = 3\n", "reviewers", ["c"], where)
     assert out == 'reviewers = ["c"]\n\n[bank]\nread_limit = 3\n'
+
+
+def test_init_enables_the_core_plugins_a_vault_needs(tmp_path: Path) -> None:
+    """Obsidian's current format (an object of plugin id -> enabled), with the plugins a person
+    reviewing an agent's vault relies on: search, backlinks, properties, the command palette,
+    file recovery (snapshots of notes an agent or a sync changed), bookmarks, the outline."""
+    import json
+
+    from vaultmem.app.lifecycle.scaffold import init
+
+    init(tmp_path / "v", agents=["ella"], reviewers=["chiara"])
+    plugins = json.loads((tmp_path / "v/.obsidian/core-plugins.json").read_text())
+    assert isinstance(plugins, dict) and all(isinstance(v, bool) for v in plugins.values())
+    wanted = {"file-explorer", "global-search", "switcher", "backlink", "outgoing-link",
+              "tag-pane", "properties", "page-preview", "command-palette", "file-recovery",
+              "bookmarks", "outline", "editor-status", "word-count"}  # fmt: skip
+    assert {k for k, on in plugins.items() if on} >= wanted
+    assert plugins["sync"] is False and plugins["publish"] is False
