@@ -271,6 +271,10 @@ def recall(
     """
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}", "e.g. --limit 5")
+    if not query.strip():
+        raise UsageError(
+            "recall needs a question or some words", 'e.g. vaultmem recall "stripe webhooks"'
+        )
     if options:
         base = {k: v for k, v in (filters or RecallFilters()).__dict__.items()}
         filters = RecallFilters.of(**{**base, **options})
