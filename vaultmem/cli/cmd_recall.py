@@ -158,12 +158,12 @@ def index_cmd(
     else:
         from vaultmem.cli.output_recall import progress_bar
 
-        with progress_bar("Preparing model") as update:
+        with progress_bar("Fetching model") as update:  # a hub model only: nothing otherwise
             model, mode, notes = load_model(
                 v, mode, progress=update, fallback=not semantic, network=semantic
             )
         # one bar: the files being indexed, then the documents being embedded
-        with progress_bar("Indexing") as update:
+        with progress_bar("Indexing", "files, then documents") as update:
             fresh = refresh.refresh(
                 v,
                 wait=None,

@@ -138,7 +138,7 @@ def recall(
         mode=mode,
     )
     if sys.stderr.isatty():
-        # a first semantic recall may make the model and embed the whole vault: show it
+        # a first semantic recall embeds the whole vault (never makes a model): show it
         from vaultmem.cli.output_recall import lazy_progress
 
         with lazy_progress() as update:
