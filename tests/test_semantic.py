@@ -60,6 +60,21 @@ def test_paraphrase_with_no_shared_word_is_found_in_hybrid_not_keyword(sem_vault
     assert recall(Vault.open(sem_vault), "automobile").mode == "hybrid"
 
 
+def test_auto_never_embeds_a_whole_vault_inside_a_recall(sem_vault: Path) -> None:
+    """Embedding every document takes minutes with a transformer: "auto" searches by keyword
+    (and says which command embeds the vault) until the store exists; then edits are embedded
+    by recall itself."""
+    res = run_cli("recall", "automobile", "--json", "--vault", str(sem_vault))
+    assert res.exit_code == 0 and json.loads(res.stdout)["mode"] == "keyword"
+    assert f"vaultmem index --semantic --vault {sem_vault}" in res.stderr
+    assert vectors.load_manifest(Vault.open(sem_vault)) is None  # nothing embedded
+    assert run_cli("index", "--semantic", "--vault", str(sem_vault)).exit_code == 0
+    _write(sem_vault, "wiki/health.md", "# Health\nThe physician moved the appointment.\n")
+    again = recall(Vault.open(sem_vault), "physician")
+    assert again.mode == "hybrid" and again.index.embedded == 1
+    assert again.hits[0].path == "wiki/health.md"
+
+
 def test_only_the_edited_file_is_embedded_again(sem_vault: Path) -> None:
     v = Vault.open(sem_vault)
     first = recall(v, "automobile", mode="hybrid")
@@ -352,6 +367,7 @@ def test_a_bert_folder_is_refused_at_recall_and_distilled_only_when_asked(
 
 @pytest.mark.slow
 def test_read_query_is_hybrid_and_plain_read_imports_no_runtime(sem_vault: Path) -> None:
+    assert run_cli("index", "--semantic", "--vault", str(sem_vault)).exit_code == 0
     res = run_cli(
         "read", "--agent", "ella", "--query", "automobile", "--json", "--vault", str(sem_vault)
     )

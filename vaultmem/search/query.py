@@ -190,6 +190,18 @@ def resolve_mode(vault: Vault, mode: str | None) -> str:
     return wanted
 
 
+def _embedded(vault: Vault, model: Model) -> bool:
+    """True when the vector store exists for this model (only files changed since need
+    embedding); a store that cannot be read counts as there: it is rebuilt with a warning."""
+    from vaultmem.search import vectors
+
+    try:
+        store = vectors.load_manifest(vault)
+    except ValueError:
+        return True
+    return store is not None and store.model == model.fingerprint
+
+
 def _why_keyword(vault: Vault) -> tuple[str, ...]:
     """Why "auto" searched by keyword only, when someone asked for embeddings: a model set by
     hand, or the semantic runtime installed; silent for a keyword-only install."""
@@ -284,6 +296,16 @@ def recall(
     model, used, notes = load_model(vault, wanted, progress=progress, fallback=auto)
     if auto and used == "keyword" and not notes:
         notes = _why_keyword(vault)
+    if auto and model is not None and not _embedded(vault, model):
+        # embedding a whole vault takes minutes (a transformer: ~10 documents a second on a
+        # busy 2-core machine): never inside an agent's recall unless it asked for --mode
+        model, used = None, "keyword"
+        notes = (
+            *notes,
+            "the vault is not embedded for this model yet: keyword search only (run "
+            f"`vaultmem index --semantic --vault {vault.root}` once; later edits are embedded "
+            "by recall itself)",
+        )
     fresh = refresh.refresh(vault, model=model, embed_progress=progress)
     if notes:
         fresh = _with_warnings(fresh, notes)
