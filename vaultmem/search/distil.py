@@ -2,11 +2,11 @@
 
     python -m vaultmem.search.distil BERT_FOLDER OUT_FOLDER [--dims 256] [--threads 1]
 
-Never run by recall or indexing: a person asks for it (the README's semantic section), and
-vaultmem's own model (`vaultmem/search/model/`) was made with it from all-MiniLM-L6-v2. Every
-vocabulary token goes through the transformer as `[CLS] token [SEP]`, mean-pooled (the model2vec
-recipe); then the principal components are kept and frequent tokens weighted down (SIF), and the
-table is stored as int8 with one scale per row.
+Never run by recall or indexing: a person asks for it (the README's semantic section), to trade
+quality for speed on a very large vault (the default transformer embeds ~10 documents a second
+on two cores; a static model, millions). Every vocabulary token goes through the transformer as
+`[CLS] token [SEP]`, mean-pooled (the model2vec recipe); then the principal components are kept
+and frequent tokens weighted down (SIF), and the table is stored as int8 with one scale per row.
 
 Cost on a 2-core machine: about 110 s of CPU for a 30,522-token vocabulary, because the linear
 layers are one 2-D matrix product each ((tokens x 3) x hidden, not a batch of 3-D products: 9x
