@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,19 +61,34 @@ def test_paraphrase_with_no_shared_word_is_found_in_hybrid_not_keyword(sem_vault
     assert recall(Vault.open(sem_vault), "automobile").mode == "hybrid"
 
 
-def test_auto_never_embeds_a_whole_vault_inside_a_recall(sem_vault: Path) -> None:
-    """Embedding every document takes minutes with a transformer: "auto" searches by keyword
-    (and says which command embeds the vault) until the store exists; then edits are embedded
-    by recall itself."""
-    res = run_cli("recall", "automobile", "--json", "--vault", str(sem_vault))
+def test_auto_never_embeds_a_large_vault_inside_a_recall(
+    vault: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embedding every document takes minutes with a transformer: "auto" embeds a small vault
+    in its first recall, and searches a larger one by keyword (saying which command embeds
+    it) until the store exists; edits are then embedded by recall itself."""
+    from vaultmem.search import query
+
+    use_model(vault, model)
+    small = recall(Vault.open(vault), "automobile")  # 33 files: embedded right away
+    assert small.mode == "hybrid" and small.index.embedded > 10
+    monkeypatch.setattr(query, "AUTO_EMBED_FILES", 10)
+    big = vault.parent / "big"
+    shutil.copytree(vault, big, ignore=shutil.ignore_patterns(".vaultmem"))
+    res = run_cli("recall", "automobile", "--json", "--vault", str(big))
     assert res.exit_code == 0 and json.loads(res.stdout)["mode"] == "keyword"
-    assert f"vaultmem index --semantic --vault {sem_vault}" in res.stderr
-    assert vectors.load_manifest(Vault.open(sem_vault)) is None  # nothing embedded
-    assert run_cli("index", "--semantic", "--vault", str(sem_vault)).exit_code == 0
-    _write(sem_vault, "wiki/health.md", "# Health\nThe physician moved the appointment.\n")
-    again = recall(Vault.open(sem_vault), "physician")
+    assert f"vaultmem index --semantic --vault {big}" in res.stderr
+    assert vectors.load_manifest(Vault.open(big)) is None  # nothing embedded
+    assert run_cli("index", "--semantic", "--vault", str(big)).exit_code == 0
+    _write(big, "wiki/health.md", "# Health\nThe physician moved the appointment.\n")
+    again = recall(Vault.open(big), "physician")
     assert again.mode == "hybrid" and again.index.embedded == 1
     assert again.hits[0].path == "wiki/health.md"
+    # an empty vault has nothing to embed and nothing to warn about
+    empty = vault.parent / "empty"
+    empty.mkdir()
+    (empty / "vaultmem.toml").write_text('language = "en"\n', encoding="utf-8")
+    assert recall(Vault.open(empty), "anything").index.warnings == ()
 
 
 def test_only_the_edited_file_is_embedded_again(sem_vault: Path) -> None:

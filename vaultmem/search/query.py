@@ -190,6 +190,12 @@ def resolve_mode(vault: Vault, mode: str | None) -> str:
     return wanted
 
 
+# "auto" embeds a vault inside a recall only up to this many files (seconds with the default
+# transformer, ~10 documents a second on two cores); a larger one waits for `vaultmem index
+# --semantic`, which shows its progress, rather than an agent's recall taking minutes
+AUTO_EMBED_FILES = 100
+
+
 def _embedded(vault: Vault, model: Model) -> bool:
     """True when the vector store exists for this model (only files changed since need
     embedding); a store that cannot be read counts as there: it is rebuilt with a warning."""
@@ -296,17 +302,22 @@ def recall(
     model, used, notes = load_model(vault, wanted, progress=progress, fallback=auto)
     if auto and used == "keyword" and not notes:
         notes = _why_keyword(vault)
+    waiting = None
     if auto and model is not None and not _embedded(vault, model):
-        # embedding a whole vault takes minutes (a transformer: ~10 documents a second on a
-        # busy 2-core machine): never inside an agent's recall unless it asked for --mode
-        model, used = None, "keyword"
-        notes = (
-            *notes,
-            "the vault is not embedded for this model yet: keyword search only (run "
-            f"`vaultmem index --semantic --vault {vault.root}` once; later edits are embedded "
-            "by recall itself)",
-        )
+        waiting, model = model, None  # embedded below only if the vault is small
     fresh = refresh.refresh(vault, model=model, embed_progress=progress)
+    if waiting is not None:
+        if fresh.files <= AUTO_EMBED_FILES:
+            model = waiting
+            fresh = refresh.refresh(vault, model=model, embed_progress=progress)
+        else:
+            used = "keyword"
+            notes = (
+                *notes,
+                f"the vault's {fresh.files} files are not embedded for this model yet: keyword "
+                f"search only (run `vaultmem index --semantic --vault {vault.root}` once; later "
+                "edits are embedded by recall itself)",
+            )
     if notes:
         fresh = _with_warnings(fresh, notes)
 
