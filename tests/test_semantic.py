@@ -70,7 +70,8 @@ def test_auto_never_embeds_a_large_vault_inside_a_recall(
     from vaultmem.search import query
 
     use_model(vault, model)
-    small = recall(Vault.open(vault), "automobile")  # 33 files: embedded right away
+    monkeypatch.setattr(query, "AUTO_EMBED_FILES", 100)
+    small = recall(Vault.open(vault), "automobile")  # 34 files: embedded right away
     assert small.mode == "hybrid" and small.index.embedded > 10
     monkeypatch.setattr(query, "AUTO_EMBED_FILES", 10)
     big = vault.parent / "big"

@@ -190,10 +190,11 @@ def resolve_mode(vault: Vault, mode: str | None) -> str:
     return wanted
 
 
-# "auto" embeds a vault inside a recall only up to this many files (seconds with the default
-# transformer, ~10 documents a second on two cores); a larger one waits for `vaultmem index
-# --semantic`, which shows its progress, rather than an agent's recall taking minutes
-AUTO_EMBED_FILES = 100
+# "auto" embeds a vault inside a recall only up to this many files (a second or two with the
+# default transformer, ~10 documents a second on two cores); a larger one waits for `vaultmem
+# index --semantic`, which shows its progress, rather than an agent's recall (or a prompt hook,
+# which gives up after 5 s and would start again on the next prompt) taking minutes
+AUTO_EMBED_FILES = 20
 
 
 def _embedded(vault: Vault, model: Model) -> bool:
