@@ -293,7 +293,8 @@ def remember(
     cleaned, found = scrub(
         vault.config.secrets.policy,
         {"fact": body, "description": desc},
-        identifiers={"fact name": name},
+        identifiers={"fact name": name}
+        | {f"tag {n}": str(t) for n, t in enumerate((extra or {}).get("tags") or (), 1)},
         what="fact",
     )
     body, desc = cleaned["fact"], cleaned["description"]

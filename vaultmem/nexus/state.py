@@ -157,6 +157,12 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
         raise UsageError(
             f"invalid section name {section!r}", f"one line of at most {MAX_SECTION} characters"
         )
+    limit = vault.config.log.max_body  # a section holds what one log entry's body may
+    if len(text) > limit:
+        raise UsageError(
+            f"the state text is {len(text)} characters long (at most {limit})",
+            "keep a section short and link to a note for the detail",
+        )
     body, warnings = _agent_body(text)
     cleaned, found = scrub(
         vault.config.secrets.policy,
