@@ -167,7 +167,7 @@ def approve_one(
         extra["valid_until"] = fact.valid_until
     if fact.consolidates:
         extra["consolidates"] = list(fact.consolidates)
-    made = facts.remember(
+    made = facts.write(
         vault,
         fact.text,
         name=(name or fact.name).strip(),

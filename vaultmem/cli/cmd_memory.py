@@ -113,7 +113,7 @@ def forget(
     """Delete a fact and its index line for good (the GDPR path). Exit 4 if unknown."""
     from vaultmem.memory.facts import forget as do_forget
 
-    result = do_forget(open_vault(vault), fact_id)
+    result = do_forget(open_vault(vault), fact_id, agent=agent)
     if as_json:
         emit_json(
             {"forgotten": result.fact.to_dict(), "index_line_removed": result.index_line_removed}
@@ -139,7 +139,7 @@ def retract(
     """Mark a fact retracted (kept, with the reason) and move its line under 'Retracted'."""
     from vaultmem.memory.facts import retract as do_retract
 
-    fact = do_retract(open_vault(vault), fact_id, why=why)
+    fact = do_retract(open_vault(vault), fact_id, why=why, agent=agent)
     if as_json:
         emit_json(fact.to_dict())
     else:

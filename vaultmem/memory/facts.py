@@ -24,6 +24,7 @@ from vaultmem.core.fsio import atomic_write, create_exclusive
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.secrets import Finding, scrub
 from vaultmem.core.vault import Vault
+from vaultmem.memory import gate
 from vaultmem.memory.lines import (
     index_line,
     read_index,
@@ -266,11 +267,51 @@ def remember(
     description: str | None = None,
     scope: str = "shared",
     agent: str | None = None,
-    author: str | None = None,
+    supersedes: str | None = None,
+) -> Fact:
+    """`vaultmem remember`: one fact note and its MEMORY.md line, written by who acts.
+
+    A person (no `agent`) writes shared or an agent's memory; an acting agent only its own
+    (`scope="agent"`), and supersedes only facts it wrote there (`memory/gate.py`, exit 8).
+    """
+    scope = choose(Scope, scope, "scope")
+    if agent:
+        agent = vault.require_agent(agent)
+    gate.refuse_shared_write(agent, scope)
+    return write(
+        vault,
+        text,
+        name=name,
+        type_=type_,
+        description=description,
+        scope=scope,
+        agent=agent,
+        author=agent or "person",
+        supersedes=supersedes,
+        acting=agent,
+    )
+
+
+def write(
+    vault: Vault,
+    text: str,
+    *,
+    name: str,
+    type_: str,
+    description: str | None = None,
+    scope: str = "shared",
+    agent: str | None = None,
+    author: str,
     supersedes: str | None = None,
     extra: dict[str, Any] | None = None,
+    acting: str | None = None,
 ) -> Fact:
-    """Write one fact note and its MEMORY.md line; optionally supersede an older fact."""
+    """Write one fact note and its MEMORY.md line; optionally supersede an older fact.
+
+    `agent` owns an agent-scope fact; `author` is who wrote the text; `acting` is the agent
+    acting, if any (the gate: it may supersede only its own facts). Approval calls this with
+    the proposing agent as author, after the reviewer was checked.
+    """
     name = validate_fact_name(name)
     type_ = choose(FactType, type_, "fact type")
     scope = choose(Scope, scope, "scope")
@@ -305,6 +346,7 @@ def remember(
         if supersedes:
             old = find_fact(vault, supersedes)
             notes.require_ok(old[1], old[0])
+            gate.check_may_change(vault, acting, old[0], old[1].meta, "supersede")
         folder = vault.memory_dir(owner)
         stamp = clock.stamp()
         fact_id = _new_id(vault)
@@ -315,7 +357,7 @@ def remember(
             "id": fact_id,
             "created": stamp,
             "updated": stamp,
-            "author": author or owner or "person",
+            "author": author,
         }
         if old is not None:
             meta["supersedes"] = str(old[1].meta.get("id") or old[0].stem)
@@ -343,15 +385,10 @@ def remember(
         return replace(_fact_from(vault, path, notes.read(path)), findings=tuple(found))
 
 
-def _owner_of(vault: Vault, path: Path) -> str | None:
-    parts = vault.rel(path).split("/")
-    return parts[1] if parts[0] == "agents" and len(parts) > 3 else None
-
-
 def _mark_inactive(
     vault: Vault, path: Path, note: notes.Note, updates: dict[str, Any], why: str
 ) -> None:
-    owner = _owner_of(vault, path)
+    owner = gate.owner_of(vault, path)
     index_path, index_text = read_index(vault, owner)
     new_text = notes.set_frontmatter(note.text, updates, path=path)
     target = vault.rel(path).removesuffix(".md")
@@ -383,14 +420,16 @@ def mark_superseded(vault: Vault, ref: str, by: Fact) -> Fact:
         return _fact_from(vault, path, notes.read(path))
 
 
-def retract(vault: Vault, ref: str, *, why: str) -> Fact:
-    """Keep the note, mark it retracted, and move its index line under '## Retracted'."""
+def retract(vault: Vault, ref: str, *, why: str, agent: str | None = None) -> Fact:
+    """Keep the note, mark it retracted, and move its index line under '## Retracted'.
+    An acting `agent` may retract only its own facts (exit 8)."""
     reason = one_line(why, 500, "reason")
     if not reason:
         raise UsageError("a retraction needs a reason", "pass --why 'what was wrong'")
     with _index_lock(vault):
         path, note = find_fact(vault, ref)
         notes.require_ok(note, path)
+        gate.check_may_change(vault, agent, path, note.meta, "retract")
         stamp = clock.stamp()
         _mark_inactive(
             vault,
@@ -407,12 +446,14 @@ def retract(vault: Vault, ref: str, *, why: str) -> Fact:
         return _fact_from(vault, path, notes.read(path))
 
 
-def forget(vault: Vault, ref: str) -> ForgetResult:
-    """Delete the note and its index line: the right-to-be-forgotten path."""
+def forget(vault: Vault, ref: str, *, agent: str | None = None) -> ForgetResult:
+    """Delete the note and its index line (`app/privacy/forget.py` removes every other copy).
+    An acting `agent` may forget only its own facts (exit 8)."""
     with _index_lock(vault):
         path, note = find_fact(vault, ref)
+        gate.check_may_change(vault, agent, path, note.meta, "forget")
         fact = _fact_from(vault, path, note)
-        index_path, index_text = read_index(vault, _owner_of(vault, path))
+        index_path, index_text = read_index(vault, gate.owner_of(vault, path))
         new_index, removed = with_line_removed(index_text, vault.rel(path).removesuffix(".md"))
         if removed is not None:
             atomic_write(index_path, new_index)

@@ -144,7 +144,7 @@ def memory_index_section(vault: Vault, agent: str | None) -> Section | None:
     return Section(
         key,
         title,
-        text,
+        fence(text),  # its descriptions are agents' text (their own facts, approved proposals)
         {"path": rel, "entries": lines},
         rel,
         60 if agent is None else 55,
