@@ -128,24 +128,12 @@ class RecallResult:
         }
 
 
-# A query's cost grows with its terms (each is a posting list to walk, in every field): one
-# with 500 words took minutes on a large vault. Past these, the rest is left out, with a warning.
-MAX_QUERY_TERMS = 32
-MAX_QUERY_CHARS = 2000
-
-
-def cap_query(text: str) -> tuple[str, str | None]:
-    """The query's first MAX_QUERY_TERMS terms (words, phrases, filters), and a warning when
-    some were left out."""
-    cut = text[:MAX_QUERY_CHARS]
-    terms = [m.group(0) for m in _TOKEN.finditer(cut)]
-    if len(terms) <= MAX_QUERY_TERMS and len(cut) == len(text):
-        return text, None
-    kept = terms[:MAX_QUERY_TERMS]
-    return " ".join(kept), (
-        f"the query was cut to its first {len(kept)} terms (at most {MAX_QUERY_TERMS} terms and "
-        f"{MAX_QUERY_CHARS} characters are searched)"
-    )
+def cap_query(text: str, most: int = 32) -> tuple[str, tuple[str, ...]]:
+    """Each term walks its posting lists (500 took minutes on a large vault): the first few."""
+    terms = [m.group(0) for m in _TOKEN.finditer(text[:2000])]
+    if len(terms) <= most and len(text) <= 2000:
+        return text, ()
+    return " ".join(terms[:most]), (f"the query was cut to its first {most} terms",)
 
 
 def parse_query(
@@ -341,7 +329,7 @@ def recall(
     """
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}", "e.g. --limit 5")
-    query, query_cut = cap_query(query)
+    query, cut = cap_query(query)
     parsed = parse_query(
         query,
         kind=kind,
@@ -356,10 +344,8 @@ def recall(
         vault, wanted, progress=progress, fallback=(mode or vault.config.recall.mode) == "auto"
     )
     fresh = refresh.refresh(vault, model=model, embed_progress=progress)
-    if notes:
-        fresh = _with_warnings(fresh, notes)
-    if query_cut:
-        fresh = _with_warnings(fresh, (query_cut,))
+    if notes or cut:
+        fresh = _with_warnings(fresh, (*notes, *cut))
 
     def run() -> list[Hit]:
         return _search(
