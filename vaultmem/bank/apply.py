@@ -174,6 +174,10 @@ def apply(
     planned: list[tuple[Path, notes.Note, Planned]] = []
     skipped: list[Planned] = []
     with store.bank_lock(vault):
+        from vaultmem.bank.review import recover
+
+        if not dry_run:
+            recover(vault)
         for path, _owner in store.bank_files(vault):
             quick = store.read_quick(path)
             if quick is None or quick[0].get("status") not in ("approved", "rejected"):

@@ -17,10 +17,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import clock, notes
+from vaultmem.core import clock, intents, notes
 from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
-from vaultmem.core.fsio import atomic_write, create_exclusive
+from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.secrets import Finding, scrub
 from vaultmem.core.vault import Vault
@@ -254,6 +254,14 @@ def _new_id(vault: Vault) -> str:
             return candidate
 
 
+def fact_at(vault: Vault, path: Path, note: notes.Note) -> Fact:
+    return _fact_from(vault, path, note)
+
+
+def index_lock(vault: Vault) -> AbstractContextManager[None]:
+    return _index_lock(vault)
+
+
 def _index_lock(vault: Vault) -> AbstractContextManager[None]:
     return exclusive(lock_path(vault, "memory"), vault.config.log.lock_timeout, what="memory index")
 
@@ -341,6 +349,7 @@ def write(
     body, desc = cleaned["fact"], cleaned["description"]
 
     with _index_lock(vault):
+        recover(vault)
         index_path, index_text = read_index(vault, owner)
         old: tuple[Path, notes.Note] | None = None
         if supersedes:
@@ -364,25 +373,74 @@ def write(
         for key, value in (extra or {}).items():
             meta.setdefault(key, value)
         content = notes.render(meta, f"\n{body}\n")
-        path = create_note(vault, vault.rel(folder), slugify(name), content)
-        if path is None:
-            raise VaultmemError(f"too many facts named {name!r}", "pick a more specific name")
-        try:
-            atomic_write(
-                index_path, with_line_added(index_text, index_line(vault, path, name, desc))
-            )
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
+        record = {"id": fact_id, "created": stamp, "index": vault.rel(index_path)}
         if old is not None:
-            _mark_inactive(
-                vault,
-                old[0],
-                old[1],
-                {"status": "superseded", "superseded_by": fact_id, "updated": stamp},
-                f"superseded by [[{vault.rel(path).removesuffix('.md')}|{name}]] on {stamp[:10]}",
-            )
+            record["supersedes"] = vault.rel(old[0])
+        with intents.intent(vault, "fact", record) as step:
+            path = create_note(vault, vault.rel(folder), slugify(name), content)
+            if path is None:
+                raise VaultmemError(f"too many facts named {name!r}", "pick a more specific name")
+            step.update(note=vault.rel(path))
+            try:
+                atomic_write(
+                    index_path, with_line_added(index_text, index_line(vault, path, name, desc))
+                )
+            except BaseException:
+                path.unlink(missing_ok=True)
+                raise
+            if old is not None:
+                _supersede(vault, old[0], old[1], fact_id, path, name, stamp)
         return replace(_fact_from(vault, path, notes.read(path)), findings=tuple(found))
+
+
+def _supersede(
+    vault: Vault, path: Path, note: notes.Note, by_id: str, by: Path, name: str, stamp: str
+) -> None:
+    _mark_inactive(
+        vault,
+        path,
+        note,
+        {"status": "superseded", "superseded_by": by_id, "updated": stamp},
+        f"superseded by [[{vault.rel(by).removesuffix('.md')}|{name}]] on {stamp[:10]}",
+    )
+
+
+def recover(vault: Vault) -> list[str]:
+    """Finish or undo the fact writes a killed process left half done (`core/intents.py`):
+    a note without its MEMORY.md line is removed (the caller never heard it succeed, and
+    retries); one with its line gets the supersession it still owed. Caller holds the lock."""
+    done: list[str] = []
+    for record_path, data in intents.pending(vault, "fact"):
+        try:
+            done += _recover_one(vault, data)
+        except (VaultmemError, KeyError, TypeError) as exc:
+            done.append(f"could not finish a half-done fact write ({exc}); left as it is")
+        intents.done(record_path)
+    return done
+
+
+def _recover_one(vault: Vault, data: dict[str, Any]) -> list[str]:
+    rel = data.get("note")
+    path = vault.path(str(rel)) if rel else None
+    if path is None or not path.exists():
+        return []
+    note = notes.read(path)
+    if note.meta.get("id") != data["id"] or note.meta.get("created") != data["created"]:
+        return []  # not the note this record was about
+    _new, line = with_line_removed(
+        read_text(vault.path(data["index"])), str(rel).removesuffix(".md")
+    )
+    if line is None:
+        path.unlink()
+        return [f"undid a remember cut short: removed {rel} (it never got its MEMORY.md line)"]
+    if data.get("supersedes"):
+        old_path = vault.path(str(data["supersedes"]))
+        old = notes.read(old_path)
+        if old.ok and old.meta.get("status") != "superseded":
+            name = str(note.meta.get("name") or path.stem)
+            _supersede(vault, old_path, old, data["id"], path, name, data["created"])
+            return [f"finished a remember cut short: marked {data['supersedes']} superseded"]
+    return []
 
 
 def _mark_inactive(
