@@ -376,11 +376,10 @@ def write(
         record = {"id": fact_id, "created": stamp, "index": vault.rel(index_path)}
         if old is not None:
             record["supersedes"] = vault.rel(old[0])
-        with intents.intent(vault, "fact", record) as step:
+        with intents.intent(vault, "fact", record):
             path = create_note(vault, vault.rel(folder), slugify(name), content)
             if path is None:
                 raise VaultmemError(f"too many facts named {name!r}", "pick a more specific name")
-            step.update(note=vault.rel(path))
             try:
                 atomic_write(
                     index_path, with_line_added(index_text, index_line(vault, path, name, desc))
@@ -420,11 +419,11 @@ def recover(vault: Vault) -> list[str]:
 
 
 def _recover_one(vault: Vault, data: dict[str, Any]) -> list[str]:
-    rel = data.get("note")
-    path = vault.path(str(rel)) if rel else None
-    if path is None or not path.exists():
-        return []
-    note = notes.read(path)
+    try:
+        path, note = find_fact(vault, str(data["id"]))
+    except NotFoundError:
+        return []  # the note was never made
+    rel = vault.rel(path)
     if note.meta.get("id") != data["id"] or note.meta.get("created") != data["created"]:
         return []  # not the note this record was about
     _new, line = with_line_removed(
