@@ -22,6 +22,7 @@ import pytest
 
 from tests._cli import copy_example
 from tests._layer3_helpers import make_keys
+from vaultmem.nexus import entry
 
 RUNS = 20
 
@@ -143,3 +144,31 @@ def test_state_set_killed_at_each_step(base: World, tmp_path: Path) -> None:
         assert [e["summary"] for e in entries if "Release" in e["summary"]]
 
     assert crash_runs(base, tmp_path, setup, check) >= 3
+
+
+def test_log_rotate_killed_at_each_step_is_finished_by_repair(base: World, tmp_path: Path) -> None:
+    """Entries copied to the archive but still in the live log: `repair` finishes the move
+    (it exited 5 before, while re-running rotate fixed it without anything saying so)."""
+    everything = [e.id for e in entry.read_file(base.root / "nexus" / "live-context.md").entries]
+    killed = 0
+    for n in range(1, RUNS + 1):
+        world = base.copy(tmp_path / f"run-{n}")
+        first = world.vm("log", "rotate", "--keep-days", "0", crash_at=n)
+        if first.returncode == 0:
+            break
+        assert first.returncode == -9, first.stderr
+        killed += 1
+        after = world.vm("verify")
+        assert after.returncode == 0 or "half-done" in after.stdout + after.stderr, (
+            n,
+            after.stdout,
+        )
+        fixed = world.vm("repair")
+        assert fixed.returncode == 0, (n, fixed.stdout, fixed.stderr)
+        assert world.vm("verify").returncode == 0, n
+        live = [e.id for e in entry.read_file(world.root / "nexus" / "live-context.md").entries]
+        archived = [e.id for p in sorted((world.root / "nexus" / "archive").glob("*.md"))
+                    for e in entry.read_file(p).entries]  # fmt: skip
+        assert not set(live) & set(archived), n  # never in both
+        assert sorted(live + archived) == sorted(everything), n  # and none lost
+    assert killed >= 2

@@ -118,9 +118,9 @@ def recover_half_done(vault: Vault) -> list[str]:
     """Finish or undo every half-done multi-file write, each under its own lock."""
     from vaultmem.bank import review, store
     from vaultmem.core.locking import exclusive, lock_path
-    from vaultmem.nexus import state
+    from vaultmem.nexus import rotate, state
 
-    done = []
+    done = rotate.recover(vault)
     with facts.index_lock(vault):
         done += facts.recover(vault)
     with store.bank_lock(vault):
