@@ -9,9 +9,10 @@ point each face offers (`vaultmem mcp` starts `vaultmem.mcp.server.serve`). Sub-
 
 `app/` holds one sub-package per capability and no module of its own. They rank too:
 
-    lifecycle, sync  <  condense  <  pack  <  hooks, privacy  <  setup
+    sync  <  lifecycle, condense  <  pack  <  hooks, privacy  <  setup
 
-(a hook builds a pack; setup installs hooks; the pack shows condensed notes).
+(`init --git` makes a repository; a hook builds a pack; setup installs hooks; the pack shows
+condensed notes).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "vaultmem"
 RANK = {"core": 0, "memory": 1, "nexus": 2, "bank": 3, "search": 4, "app": 5, "cli": 6, "mcp": 6}
 APP_RANK = {
-    "lifecycle": 0, "sync": 0, "condense": 1, "pack": 2, "hooks": 3, "privacy": 3, "setup": 4,
+    "sync": 0, "lifecycle": 1, "condense": 1, "pack": 2, "hooks": 3, "privacy": 3, "setup": 4,
 }  # fmt: skip
 # (importing package, imported module): the face entry points other faces may start
 ALLOWED = {("cli", "vaultmem.mcp.server")}

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from tests._cli import run_cli
 from tests._layer3_helpers import make_keys, set_toml
-from vaultmem.search.query import cap_query
-
-MAX_QUERY_TERMS = 32
+from vaultmem.search.terms import MAX_TERMS as MAX_QUERY_TERMS
+from vaultmem.search.terms import cap_query
 
 
 def test_a_huge_identity_is_cut_in_the_pack_with_a_marker(vault: Path) -> None:

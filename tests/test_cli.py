@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -266,3 +267,49 @@ def test_read_imports_nothing_heavy(vault: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     loaded = proc.stdout.rsplit("LOADED:", 1)[1].strip()
     assert loaded == ""
+
+
+def test_typer_is_a_release_whose_internals_vaultmem_knows() -> None:
+    from vaultmem.cli import typer_internals as ti
+
+    low, high = ti.SUPPORTED
+    assert low <= ti.version() < high, "pyproject.toml's typer pin and SUPPORTED disagree"
+    assert ti.get_command_from_info and ti.get_group_from_info and ti.TyperGroup
+
+
+def test_a_typer_without_an_internal_fails_loudly_on_import() -> None:
+    code = (
+        "import typer.main\n"
+        "del typer.main.get_group_from_info\n"
+        "import vaultmem.cli.typer_internals\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "IncompatibleTyper: vaultmem needs typer 0.29.x" in proc.stderr
+    assert "missing typer.main.get_group_from_info" in proc.stderr
+
+
+def test_a_value_that_starts_with_a_dash_gets_the_double_dash_hint(vault: Path) -> None:
+    from tests._layer3_helpers import make_keys
+
+    make_keys(vault, "ella")
+    res = run_cli("append", "-x summary", "--agent", "ella", "--vault", str(vault))
+    assert res.exit_code == 2 and "No such option: -x" in res.stderr
+    assert (
+        "hint: if '-x' starts a value, not an option, put the value last, after `--`" in res.stderr
+    )
+    ok = run_cli("append", "--agent", "ella", "--vault", str(vault), "--json", "--", "-x summary")
+    assert ok.exit_code == 0, ok.stderr
+    assert json.loads(ok.stdout)["summary"] == "-x summary"
+
+
+def test_choice_errors_are_in_our_words(vault: Path) -> None:
+    res = run_cli("append", "ok", "--type", "hand", "--agent", "ella", "--vault", str(vault))
+    assert res.exit_code == 2 and "'hand' is not one of 'note'" in res.stderr
+    assert "Value error" not in res.stderr
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_the_version(flag: str) -> None:
+    res = run_cli(flag)
+    assert res.exit_code == 0 and res.stdout.startswith("vaultmem ")

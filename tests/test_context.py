@@ -185,3 +185,17 @@ def test_a_cursor_that_cannot_be_saved_does_not_fail_the_read(vault: Path) -> No
     res = run_cli("read", "--vault", str(vault), "--agent", "ella")
     assert res.exit_code == 0 and "hello" in res.stdout
     assert "could not record what was read" in res.stderr
+
+
+def test_a_negative_budget_is_a_usage_error(vault: Path) -> None:
+    from tests._cli import run_cli
+
+    res = run_cli("read", "--agent", "ella", "--budget", "-5", "--vault", str(vault))
+    assert res.exit_code == 2 and "--budget -5 is not a number of tokens" in res.stderr
+    assert res.stdout == ""
+    assert (
+        run_cli(
+            "read", "--agent", "ella", "--budget", "0", "--peek", "--vault", str(vault)
+        ).exit_code
+        == 0
+    )

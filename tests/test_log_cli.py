@@ -10,7 +10,7 @@ import pytest
 
 from tests._cli import run_cli
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
-from vaultmem.nexus import entry
+from vaultmem.nexus import entry, log
 
 
 @pytest.fixture
@@ -291,3 +291,33 @@ def test_ack_of_an_unknown_id_warns_but_writes(vault: Path) -> None:
     assert res.exit_code == 0 and "--ack ella.7: no such entry" in res.stderr
     cli(vault, "decide", "D", "--why", "w", "--agent", "ella")
     assert cli(vault, "append", "ok", "--ack", "ella.d1", "--agent", "lyra").stderr == ""
+
+
+def test_log_orders_by_time_like_every_reader_after_a_merge(tmp_path: Path) -> None:
+    """A sync's union merge puts one machine's new entries after the other's: file order is not
+    time order. `log` shows the newest by time, oldest first, as `read` does (issue 25)."""
+    from tests._layer3_helpers import fresh_vault, make_keys
+
+    vault = fresh_vault(tmp_path)
+    v = make_keys(vault, "ella", "lyra")
+    # this machine's entries, then the other machine's (older) ones after them in the file
+    for agent, stamp in [
+        ("ella", "10:05"),
+        ("ella", "10:06"),
+        ("lyra", "10:00"),
+        ("lyra", "10:01"),
+    ]:
+        log.append(v, agent, f"{agent} at {stamp}", time=f"2026-11-30T{stamp}:00.000Z")
+
+    def summaries(*args: str) -> list[str]:
+        res = run_cli("log", *args, "--vault", str(vault), "--json")
+        assert res.exit_code == 0, res.stderr
+        return [e["summary"] for e in json.loads(res.stdout)["entries"]]
+
+    assert summaries("--tail", "1") == ["ella at 10:06"]
+    assert summaries("--tail", "3") == ["lyra at 10:01", "ella at 10:05", "ella at 10:06"]
+    assert summaries("--since", "2026-11-30T10:01") == [
+        "lyra at 10:01",
+        "ella at 10:05",
+        "ella at 10:06",
+    ]

@@ -397,3 +397,22 @@ def test_yes_carries_out_exactly_the_plan_the_dry_run_printed(vault: Path) -> No
     _set(vault, sneaky, status="pending")
     assert run_cli(*yes, "--plan", plan).exit_code == 0
     assert _bank_meta(vault, listed).get("memory")
+
+
+def test_a_reviewer_who_is_also_an_agent_never_reviews_their_own_proposal(vault: Path) -> None:
+    """The one rule of the gate (core.vault.resolve_reviewer): no agent's name reviews, so a
+    fact's author — always the agent whose bank holds it — never reviews it, even when a person
+    lists that name under `reviewers` too."""
+    toml = vault / "vaultmem.toml"
+    toml.write_text(
+        toml.read_text().replace('reviewers = ["chiara"]', 'reviewers = ["chiara", "ella"]')
+    )
+    assert 'reviewers = ["chiara", "ella"]' in toml.read_text()
+    fid = _retain(vault, "Chiara wants migrations reviewed before Friday", agent="ella")
+    other = _retain(vault, "Chiara reviews migrations on Fridays", agent="lyra")
+    for args in (("approve", fid), ("reject", fid, "--why", "no"), ("merge", fid, "--into", other)):
+        res = promote(vault, *args, "--reviewer", "ella")
+        assert res.exit_code == 8, res.stderr  # type: ignore[attr-defined]
+        assert "'ella' is an agent" in res.stderr  # type: ignore[attr-defined]
+    assert _bank_meta(vault, fid)["status"] == "pending"
+    assert promote(vault, "approve", fid, "--reviewer", "chiara").exit_code == 0  # type: ignore[attr-defined]

@@ -334,3 +334,11 @@ def test_a_note_with_every_word_outranks_one_word_in_a_title(vault: Path) -> Non
     _write(vault, "wiki/answer3.md", f"# Notes\n{filler} zorblax {filler} quentify malvoro\n")
     assert _paths(vault, "zorblax quentify malvoro")[0] == "wiki/answer3.md"
     assert _paths(vault, '"zorblax quentify"') == []  # the phrase itself is nowhere
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_question_is_a_usage_error(vault: Path, query: str) -> None:
+    from tests._cli import run_cli
+
+    res = run_cli("recall", query, "--vault", str(vault))
+    assert res.exit_code == 2 and "recall needs a question" in res.stderr and res.stdout == ""

@@ -45,6 +45,14 @@ def test_safe_path_refuses(vault: Path, rel: str) -> None:
         v.path(rel)
 
 
+@pytest.mark.parametrize("rel", ["../x.md", "memory/../../x.md", "memory/../wiki/x.md", "a/.."])
+def test_a_path_with_dot_dot_is_refused_for_what_it_is(vault: Path, rel: str) -> None:
+    """`..` is refused as such, even when it would land inside the vault: names are plain, and
+    the message names the real cause (not a symlink)."""
+    with pytest.raises(PathOutsideVaultError, match=r"climbs out with '\.\.'"):
+        Vault.open(vault).path(rel)
+
+
 def test_safe_path_refuses_symlink_out(vault: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -149,9 +157,28 @@ def test_set_toml_names_keeps_other_lines() -> None:
     text = '# hi\nagents = ["a",\n  "b"]\nreviewers = []\n\n[log]\nlock_timeout = 1.0\n'
     where = Path("vaultmem.toml")
     out = set_toml_names(text, "agents", ["a", "b", "c"], where)
-    assert out.startswith('# hi\nagents = ["a", "b", "c"]\nreviewers = []')
+    # the list keeps its own layout: a new item follows the last one, in its style
+    assert out.startswith('# hi\nagents = ["a",\n  "b",\n  "c"]\nreviewers = []')
     out = set_toml_names("[log]\nlock_timeout = 1\n", "agents", ["a"], where)
     assert out.startswith('agents = ["a"]\n\n[log]')
     # a key inside a table is not the top-level key
     out = set_toml_names("[bank]\nread_limit = 3\n", "reviewers", ["c"], where)
     assert out == 'reviewers = ["c"]\n\n[bank]\nread_limit = 3\n'
+
+
+def test_init_enables_the_core_plugins_a_vault_needs(tmp_path: Path) -> None:
+    """Obsidian's current format (an object of plugin id -> enabled), with the plugins a person
+    reviewing an agent's vault relies on: search, backlinks, properties, the command palette,
+    file recovery (snapshots of notes an agent or a sync changed), bookmarks, the outline."""
+    import json
+
+    from vaultmem.app.lifecycle.scaffold import init
+
+    init(tmp_path / "v", agents=["ella"], reviewers=["chiara"])
+    plugins = json.loads((tmp_path / "v/.obsidian/core-plugins.json").read_text())
+    assert isinstance(plugins, dict) and all(isinstance(v, bool) for v in plugins.values())
+    wanted = {"file-explorer", "global-search", "switcher", "backlink", "outgoing-link",
+              "tag-pane", "properties", "page-preview", "command-palette", "file-recovery",
+              "bookmarks", "outline", "editor-status", "word-count"}  # fmt: skip
+    assert {k for k, on in plugins.items() if on} >= wanted
+    assert plugins["sync"] is False and plugins["publish"] is False

@@ -330,7 +330,7 @@ def test_nothing_new_is_decided_without_loading_vaultmem(vault: Path, tmp_path: 
     assert (
         proc.stdout.strip()
         == "['vaultmem.app', 'vaultmem.app.hooks', 'vaultmem.app.hooks.quick', 'vaultmem.cli',"
-        " 'vaultmem.cli.main'] []"
+        " 'vaultmem.cli.main', 'vaultmem.core', 'vaultmem.core.names'] []"
     )
 
 

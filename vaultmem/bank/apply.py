@@ -19,7 +19,6 @@ from vaultmem.bank.review import (
     Decision,
     approve_one,
     reason_text,
-    refuse_self_review,
     reject_one,
 )
 from vaultmem.core import notes
@@ -112,7 +111,6 @@ def _plan(vault: Vault, path: Path, note: notes.Note, who: str) -> Planned | Non
         "claimed_author": claimed if claimed and claimed != fact.author else None,
     }
     if fact.status == "approved" and not meta.get("memory") and not meta.get("memory_id"):
-        refuse_self_review(fact, who)
         sup = str(meta["supersedes"]) if meta.get("supersedes") else None
         sup_name = None
         if sup:
@@ -131,7 +129,6 @@ def _plan(vault: Vault, path: Path, note: notes.Note, who: str) -> Planned | Non
             **common,
         )
     if fact.status == "rejected" and not meta.get("rejected_at"):
-        refuse_self_review(fact, who)
         return Planned("reject", reason=reason_text(str(meta.get("reason") or "")), **common)
     return None
 

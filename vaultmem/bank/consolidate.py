@@ -129,7 +129,7 @@ def find_clusters(
     out: list[Cluster] = []
     for owner, group in sorted(members(vault, agent).items(), key=lambda t: t[0] or ""):
         by_id = {m.id: m for m in group}
-        sigs = {m.id: signature(m.text) for m in group}
+        sigs = {m.id: signature(m.text, vault.config.language) for m in group}
         # candidate pairs share a content word: no need to compare every pair
         postings: dict[str, list[str]] = defaultdict(list)
         for m in group:

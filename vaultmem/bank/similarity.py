@@ -10,15 +10,101 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-# Function words carry no meaning for dedupe; negations are kept apart because they flip it.
-_STOP_WORDS = """a an the and or of to in on at for is are was were be been being it its this that
-these those with as by from into onto we i you they he she our their his her us them me my your
-do does did has have had will would should can could may might must shall so than then there
-here about also just very all any some each when where which who whom what how"""
-_NEGATION_WORDS = """not no never none nothing nobody neither nor without cannot cant dont
-doesnt didnt isnt arent wasnt werent wont wouldnt shouldnt mustnt"""
-_STOP = frozenset(_STOP_WORDS.split())
-_NEGATIONS = frozenset(_NEGATION_WORDS.split())
+# Function words carry no meaning for dedupe: the Snowball stop-word list of the vault's language
+# (core/stopwords.py, generated from the lists the index's stemmer uses). Negations are kept
+# apart, because they flip the meaning: "Chiara non vuole ..." is not a repeat of "Chiara vuole
+# ...". Words are accent-folded, as `normalise` folds text; French "n'" folds into the next word,
+# so its "pas" / "jamais" carry the negation.
+NEGATIONS: dict[str, frozenset[str]] = {
+    "en": frozenset(
+        [
+            "not",
+            "no",
+            "never",
+            "none",
+            "nothing",
+            "nobody",
+            "neither",
+            "nor",
+            "without",
+            "cannot",
+            "cant",
+            "dont",
+            "doesnt",
+            "didnt",
+            "isnt",
+            "arent",
+            "wasnt",
+            "werent",
+            "wont",
+            "wouldnt",
+            "shouldnt",
+            "mustnt",
+        ]
+    ),
+    "it": frozenset(
+        [
+            "non",
+            "no",
+            "mai",
+            "nessuno",
+            "nessuna",
+            "niente",
+            "nulla",
+            "ne",
+            "neanche",
+            "nemmeno",
+            "neppure",
+            "senza",
+        ]
+    ),
+    "de": frozenset(
+        [
+            "nicht",
+            "kein",
+            "keine",
+            "keinen",
+            "keinem",
+            "keiner",
+            "keines",
+            "nie",
+            "niemals",
+            "niemand",
+            "nichts",
+            "weder",
+            "ohne",
+        ]
+    ),
+    "fr": frozenset(["ne", "pas", "non", "jamais", "rien", "aucun", "aucune", "ni", "sans"]),
+    "es": frozenset(
+        [
+            "no",
+            "nunca",
+            "jamas",
+            "nada",
+            "nadie",
+            "ninguno",
+            "ninguna",
+            "ningun",
+            "ni",
+            "sin",
+            "tampoco",
+        ]
+    ),
+    "pt": frozenset(
+        ["nao", "nunca", "jamais", "nada", "ninguem", "nenhum", "nenhuma", "nem", "sem"]
+    ),
+    "nl": frozenset(["niet", "geen", "nooit", "niets", "niemand", "noch", "zonder", "nergens"]),
+}
+
+
+def _words(language: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(stop words, negations) of a language; English for one vaultmem does not know."""
+    from vaultmem.core.stopwords import STOPWORDS
+
+    lang = language if language in NEGATIONS else "en"
+    negations = NEGATIONS[lang]
+    return STOPWORDS[lang] - negations, negations
 
 
 @dataclass(frozen=True)
@@ -38,15 +124,17 @@ def normalise(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", folded))
 
 
-def signature(text: str) -> Signature:
+def signature(text: str, language: str = "en") -> Signature:
+    """What dedupe compares of `text`, written in `language` (vaultmem.toml's `language`)."""
+    stop, negations = _words(language)
     norm = normalise(text)
     tokens = norm.split()
-    words = frozenset(t for t in tokens if t not in _STOP)
+    words = frozenset(t for t in tokens if t not in stop)
     return Signature(
         norm=norm,
         words=words,
         numbers=frozenset(t for t in words if any(c.isdigit() for c in t)),
-        negated=any(t in _NEGATIONS for t in tokens),
+        negated=any(t in negations for t in tokens),
     )
 
 

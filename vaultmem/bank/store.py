@@ -138,7 +138,7 @@ def _scan_pending(
 ) -> tuple[list[PendingFact], int]:
     """(the `limit` best pending facts, how many are pending in all), in one pass."""
     day = today or clock.today()
-    q = signature(query).words if query else frozenset()
+    q = signature(query, vault.config.language).words if query else frozenset()
     found: list[tuple[float, str, int, PendingFact]] = []
     for order, (path, _owner) in enumerate(bank_files(vault, agent)):
         quick = read_quick(path)
@@ -152,7 +152,7 @@ def _scan_pending(
         text, _quote = split_body(body)
         score = 0.0
         if q:
-            words = signature(f"{meta.get('name', '')} {text}").words
+            words = signature(f"{meta.get('name', '')} {text}", vault.config.language).words
             score = round(len(q & words) / len(q), 3)
         fact = PendingFact(
             id=meta.get("id", path.stem),

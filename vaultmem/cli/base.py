@@ -15,7 +15,7 @@ import typer
 
 from vaultmem.cli.io import emit, emit_json, open_vault, read_text_arg, warn
 from vaultmem.cli.lazy import LazyGroup
-from vaultmem.core.config import ENV_AGENT, ENV_VAULT
+from vaultmem.core.config import ENV_AGENT, ENV_REVIEWER, ENV_VAULT
 
 __all__ = [
     "COMMON",
@@ -71,6 +71,22 @@ JsonOpt = Annotated[
     bool,
     typer.Option("--json", help="Machine-readable output on stdout.", rich_help_panel=COMMON),
 ]
+# the options several commands share, defined once (what each command does on a dry run is in
+# its own help text)
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would change; change nothing.")
+]
+ReviewerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reviewer",
+        "-r",
+        envvar=ENV_REVIEWER,
+        help="The person acting: a reviewer listed in vaultmem.toml "
+        "(env VAULTMEM_REVIEWER, else default_reviewer).",
+        show_default=False,
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -86,7 +102,7 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
 ) -> None:

@@ -9,9 +9,11 @@ path uses this boundary too; typer's own exceptions are recognised only when typ
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from vaultmem.cli.io import emit_json
 from vaultmem.core.config import env_debug
@@ -45,6 +47,21 @@ def fail(code: int, kind: str, message: str, hint: str | None, as_json: bool) ->
     raise SystemExit(code)
 
 
+def _dash_hint(exc: Exception) -> str | None:
+    """For "No such option: -x": a value that starts with a dash reads as an option."""
+    name = getattr(exc, "option_name", None)
+    if type(exc).__name__ != "NoSuchOption" or not isinstance(name, str):
+        return None
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", "")
+    if " " not in command:  # an option of vaultmem itself, before any command
+        return None
+    return (
+        f"if {name!r} starts a value, not an option, put the value last, after `--` "
+        f"({command} --agent A -- '{name} ...'), or join it to its option (--body='{name} ...')"
+    )
+
+
 def _typer_error(exc: Exception, as_json: bool) -> bool:
     """Usage errors and aborts raised by typer's parser; False if `exc` is not one."""
     typer = sys.modules.get("typer")
@@ -52,19 +69,37 @@ def _typer_error(exc: Exception, as_json: bool) -> bool:
         return False
     if isinstance(exc, typer.TyperException):
         code = int(getattr(exc, "exit_code", EXIT_USAGE))
+        if isinstance(getattr(exc, "message", None), str):
+            # the wording of typer's validation layer is not ours: "Value error, 'x' is not ..."
+            exc.message = exc.message.replace("Value error, ", "")
         message = getattr(exc, "format_message", lambda: str(exc))()
+        hint = _dash_hint(exc)
         if as_json:
-            fail(code, "UsageError", message, None, as_json)
+            fail(code, "UsageError", message, hint, as_json)
         show = getattr(exc, "show", None)
         if callable(show):
             show()
         else:
             sys.stderr.write(f"Error: {message}\n")
+        if hint:
+            sys.stderr.write(f"  hint: {hint}\n")
         raise SystemExit(code) from None
     if isinstance(exc, typer.Abort):
         sys.stderr.write("Aborted.\n")
         raise SystemExit(130) from None
     return False
+
+
+def reader_gone() -> NoReturn:
+    """The reader of stdout went away (`vaultmem inbox | grep -q X`, `log | head`): a normal
+    end, as for `git log | head`, so exit 0 and say nothing. stdout is pointed at /dev/null first,
+    so the interpreter's last flush does not fail on the closed pipe a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(0)
 
 
 def guarded(call: Callable[[], object], *, as_json: bool, debug: bool) -> None:
@@ -79,9 +114,7 @@ def guarded(call: Callable[[], object], *, as_json: bool, debug: bool) -> None:
         sys.stderr.write("Interrupted.\n")
         raise SystemExit(130) from None
     except BrokenPipeError:
-        # the reader went away (`vaultmem log | head`): not an error worth a traceback
-        sys.stderr.close()
-        raise SystemExit(EXIT_UNEXPECTED) from None
+        reader_gone()
     except OSError as exc:  # a write that no core function translated (the index's, a lock)
         if debug:
             _print_traceback()

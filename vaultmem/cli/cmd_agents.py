@@ -12,6 +12,7 @@ from vaultmem.app.hooks.contract import HookEvent
 from vaultmem.app.setup.plan import SetupScope
 from vaultmem.cli.base import (
     AgentOpt,
+    DryRunOpt,
     JsonOpt,
     VaultOpt,
     commands,
@@ -39,9 +40,6 @@ ProjectOpt = Annotated[
         help="The project folder whose files get the settings [default: here].",
         show_default=False,
     ),
-]
-DryRunOpt = Annotated[
-    bool, typer.Option("--dry-run", help="Print the changes as a diff; write nothing.")
 ]
 RemoveOpt = Annotated[
     bool, typer.Option("--remove", help="Take out exactly what setup added, nothing else.")
@@ -122,7 +120,7 @@ def setup_claude_code(
     SessionStart loads the agent's pack, UserPromptSubmit adds what is new, PreCompact and Stop
     save a checkpoint, SessionEnd queues the session for retention. Your own hooks, servers and
     text are kept byte for byte; running it twice changes nothing; --remove takes out only what
-    it added.
+    it added; --dry-run prints the changes as a diff.
     """
     from vaultmem.app.setup.plan import plan_claude_code, plan_plugin
 

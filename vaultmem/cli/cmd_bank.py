@@ -8,7 +8,9 @@ import typer
 
 from vaultmem.cli.base import (
     AgentOpt,
+    DryRunOpt,
     JsonOpt,
+    ReviewerOpt,
     VaultOpt,
     commands,
     emit,
@@ -19,19 +21,7 @@ from vaultmem.cli.base import (
     warn,
 )
 from vaultmem.cli.hot import warn_redactions
-from vaultmem.core.config import ENV_REVIEWER
 from vaultmem.memory.facts import FactType, Scope
-
-ReviewerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--reviewer",
-        "-r",
-        envvar=ENV_REVIEWER,
-        help="The person reviewing (listed under `reviewers` in vaultmem.toml) [env VAULTMEM_REVIEWER; default: default_reviewer].",
-        show_default=False,
-    ),
-]
 
 
 def _retain_line(res: Any) -> str:
@@ -112,14 +102,7 @@ def retain(
             "--queued", help="Retain the sessions the session-end hook queued (needs a key)."
         ),
     ] = False,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Show what would happen; write nothing. With --from or --queued: show what "
-            "would be sent and how it is chunked, with no request (no key needed).",
-        ),
-    ] = False,
+    dry_run: DryRunOpt = False,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
@@ -131,7 +114,8 @@ def retain(
     --from reads Claude Code and Codex session files (dialogue and one line per tool call are
     sent, after redaction) or plain text, chunks long sessions, needs ANTHROPIC_API_KEY (exit 7
     without it) and writes all facts or none. --queued does the same for every session the
-    session-end hook queued.
+    session-end hook queued. With --dry-run, --from and --queued show what would be sent and how
+    it is chunked, with no request (no key needed).
     """
     from vaultmem.core.errors import UsageError
 
@@ -374,9 +358,7 @@ def merge(
     ),
 )
 def apply_(
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List what would be carried out; change nothing.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     yes: Annotated[
         bool,
         typer.Option(
@@ -477,9 +459,7 @@ def prune(
             show_default=False,
         ),
     ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List what would expire; change nothing.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,

@@ -13,6 +13,7 @@ import typer
 from vaultmem.cli.base import (
     AgentOpt,
     JsonOpt,
+    ReviewerOpt,
     VaultOpt,
     commands,
     emit,
@@ -22,7 +23,6 @@ from vaultmem.cli.base import (
     read_text_arg,
 )
 from vaultmem.cli.hot import warn_redactions
-from vaultmem.core.config import ENV_REVIEWER
 
 ThreadOpt = Annotated[
     str | None,
@@ -100,15 +100,7 @@ def resolve(
     why: Annotated[
         str, typer.Option("--why", help="What was done ('-' reads stdin).", show_default=False)
     ] = "",
-    reviewer: Annotated[
-        str | None,
-        typer.Option(
-            "--reviewer",
-            envvar=ENV_REVIEWER,
-            help="A person resolving it (signs with their key) [env VAULTMEM_REVIEWER].",
-            show_default=False,
-        ),
-    ] = None,
+    reviewer: ReviewerOpt = None,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,

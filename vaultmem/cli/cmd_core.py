@@ -9,6 +9,7 @@ import typer
 
 from vaultmem.cli.base import (
     AgentOpt,
+    DryRunOpt,
     JsonOpt,
     VaultOpt,
     commands,
@@ -56,16 +57,10 @@ def init(
 
     target = path or vault or Path.cwd()
     result = scaffold_mod.init(
-        target, agents=agents or [], reviewers=reviewers or [], language=language
+        target, agents=agents or [], reviewers=reviewers or [], language=language, git=with_git
     )
-    git_note = None
-    if with_git:
-        from vaultmem.app.sync.pipeline import init_git
-        from vaultmem.core.vault import Vault
-
-        git_note = init_git(Vault.open(Path(result.root)))
     if as_json:
-        emit_json({**result.__dict__, "git": git_note})
+        emit_json(result.__dict__)
         return
     verb = "Updated" if result.existed else "Created"
     emit(f"{verb} vault at {result.root}")
@@ -75,8 +70,8 @@ def init(
         emit("  (nothing was missing)")
     if result.adopted_notes and not result.existed:
         emit(f"  adopted {result.adopted_notes} existing note(s); vaultmem leaves them as they are")
-    if git_note:
-        emit(f"  git: {git_note}")
+    if result.git:
+        emit(f"  git: {result.git}")
 
 
 @commands.command(
@@ -141,9 +136,7 @@ def status(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = Fa
 
 @commands.command(epilog=example("vaultmem upgrade --dry-run", "vaultmem upgrade"))
 def upgrade(
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List what would change; change nothing.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,

@@ -9,6 +9,7 @@ import typer
 
 from vaultmem.cli.base import (
     AgentOpt,
+    DryRunOpt,
     JsonOpt,
     VaultOpt,
     commands,
@@ -32,9 +33,6 @@ OfflineOpt = Annotated[
         "--offline",
         help="Build it without the model (deterministic), even when ANTHROPIC_API_KEY is set.",
     ),
-]
-DryRunOpt = Annotated[
-    bool, typer.Option("--dry-run", help="Say what would be done; write nothing.")
 ]
 
 

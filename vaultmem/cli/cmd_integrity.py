@@ -9,6 +9,7 @@ import typer
 from vaultmem.cli.base import (
     AgentOpt,
     JsonOpt,
+    ReviewerOpt,
     VaultOpt,
     commands,
     emit,
@@ -17,7 +18,6 @@ from vaultmem.cli.base import (
     open_vault,
     warn,
 )
-from vaultmem.core.config import ENV_REVIEWER
 
 keys_app = typer.Typer(
     help="Signing keys: `keys create` (new key pair), `keys list`, `keys approve`.",
@@ -74,15 +74,7 @@ def keys_create(
 )
 def keys_approve(
     key_id: Annotated[str, typer.Argument(help="The key id (k-…), as `keys list` shows it.")],
-    reviewer: Annotated[
-        str | None,
-        typer.Option(
-            "--reviewer",
-            envvar=ENV_REVIEWER,
-            help="Who approves [env VAULTMEM_REVIEWER; default: default_reviewer].",
-            show_default=False,
-        ),
-    ] = None,
+    reviewer: ReviewerOpt = None,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,

@@ -72,15 +72,13 @@ def sync(
         )
         return
 
-    def progress(done: int, total: int) -> None:
-        if not as_json and total:
-            import sys
+    from vaultmem.cli.output_recall import progress_bar
 
-            sys.stderr.write(f"\rindexing {done}/{total}")
-            if done >= total:
-                sys.stderr.write("\n")
-
-    report = sync_mod.sync(v, remote=remote, message=message, progress=progress)
+    # the index catching up with what the merge brought in: a bar on a terminal, else nothing
+    with progress_bar("Indexing") as progress:
+        report = sync_mod.sync(
+            v, remote=remote, message=message, progress=None if as_json else progress
+        )
     if as_json:
         emit_json(report.to_dict())
     elif report.outcome == "nothing":

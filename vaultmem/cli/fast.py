@@ -160,11 +160,13 @@ def _describe(param: Any, annotation: Any) -> dict[str, Any] | None:
     names = {str: "str", int: "int", float: "float", Path: "path", bool: "bool"}
     choices: list[str] | None = None
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        desc = getattr(param, "type_descriptor", None)  # typer's own parameter description
-        if desc is None or not desc.is_choice or not desc.choices:
+        from vaultmem.cli.typer_internals import enum_choices
+
+        found = enum_choices(param)
+        if found is None:
             return None
         kind: str | None = "choice"
-        choices = [str(c.value if isinstance(c, enum.Enum) else c) for c in desc.choices]
+        choices = [str(c.value if isinstance(c, enum.Enum) else c) for c in found]
     else:
         kind = names.get(annotation)
     is_option = getattr(param, "param_type_name", "") == "option"

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import importlib
 from difflib import get_close_matches
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer.main
+from vaultmem.cli.typer_internals import (
+    CommandInfo,
+    TyperGroup,
+    UsageError,
+    click,
+    get_command_from_info,
+    get_command_name,
+    get_group_from_info,
+)
 
-# typer vendors click (typer._click); TyperGroup extends that click's Group
-from typer._click import core as click
-from typer._click.exceptions import UsageError
-from typer.core import TyperGroup
+if TYPE_CHECKING:
+    import typer
 
 # command or group name -> the vaultmem.cli module that registers it, in help order
 COMMANDS: dict[str, str] = {
@@ -52,6 +58,7 @@ COMMANDS: dict[str, str] = {
     "recall": "cmd_recall",
     "index": "cmd_recall",
     "watch": "cmd_recall",
+    "show": "cmd_show",
     "digest": "cmd_digest",
     "compact": "cmd_digest",
     "profile": "cmd_digest",
@@ -70,9 +77,9 @@ def registry() -> typer.Typer:
     return commands
 
 
-def _name(info: typer.models.CommandInfo) -> str:
+def _name(info: CommandInfo) -> str:
     callback = info.callback.__name__ if info.callback else ""
-    return info.name or typer.main.get_command_name(callback)
+    return info.name or get_command_name(callback)
 
 
 def build(name: str, root: typer.Typer) -> click.Command | None:
@@ -88,12 +95,10 @@ def build(name: str, root: typer.Typer) -> click.Command | None:
     }
     for info in reg.registered_commands:
         if _name(info) == name:
-            return typer.main.get_command_from_info(info, **settings)
+            return get_command_from_info(info, **settings)
     for group in reg.registered_groups:
         if group.name == name:
-            return typer.main.get_group_from_info(
-                group, suggest_commands=root.suggest_commands, **settings
-            )
+            return get_group_from_info(group, suggest_commands=root.suggest_commands, **settings)
     return None
 
 
@@ -107,6 +112,16 @@ class LazyGroup(TyperGroup):
         from vaultmem.cli.base import app
 
         return build(cmd_name, app)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # click turns a closed stdout into exit 1 before our boundary sees it; a reader that
+        # stops early (`vaultmem log | head`) is a normal end
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            from vaultmem.cli.boundary import reader_gone
+
+            reader_gone()
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

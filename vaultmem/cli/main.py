@@ -17,6 +17,16 @@ def _bad_argument(argv: list[str]) -> str | None:
 
 
 def main() -> None:
+    try:
+        _main()
+        sys.stdout.flush()  # inside the guard: a reader that left early is a normal end
+    except BrokenPipeError:
+        from vaultmem.cli.boundary import reader_gone
+
+        reader_gone()
+
+
+def _main() -> None:
     argv = sys.argv[1:]
     hook = argv[:1] == ["hook"]
     bad = _bad_argument(argv)

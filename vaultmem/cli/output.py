@@ -12,8 +12,22 @@ if TYPE_CHECKING:
     from vaultmem.app.lifecycle.status import StatusReport
     from vaultmem.memory.facts import Fact
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich exits 1 when stdout's reader went away; for us that is a normal end (exit 0)
+        from vaultmem.cli.boundary import reader_gone
+
+        reader_gone()
+
+
+def console(*, stderr: bool = False) -> Console:
+    """The consoles every rich renderer uses (`cli/output*.py`)."""
+    return _Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+out = console()
+err = console(stderr=True)
 
 
 def render_status(report: StatusReport) -> None:

@@ -5,18 +5,26 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+
+from vaultmem.cli.output import console
 
 if TYPE_CHECKING:
     from vaultmem.search.query import RecallResult
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+out = console()
+err = console(stderr=True)
 _MARK = re.compile(r"\*\*(.+?)\*\*")
 
 
@@ -76,21 +84,42 @@ def render_recall(result: RecallResult) -> None:
 
 
 @contextmanager
-def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
-        task = progress.add_task(label, total=None)
+def progress_bar(
+    label: str, unit: str = "files", *, done_label: str = "finishing"
+) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr, with its unit, the time taken and the time left — on a terminal
+    only (a pipe, a log file or `--json` get nothing), and only once something is reported (a
+    step with nothing to do shows no empty bar). When the count reaches its end the label says
+    `done_label` until the work after the last item (writing the index) is over."""
+    if not err.is_terminal:
+        yield lambda done, total: None
+        return
+    bars: list[tuple[Progress, Any]] = []
 
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+    def update(done: int, total: int) -> None:
+        if not bars:
+            bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn(unit),
+                TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
+                console=err,
+                transient=True,
+            )
+            bar.start()
+            bars.append((bar, bar.add_task(label, total=total or None)))
+        bar, task = bars[0]
+        text = f"{label} ({done_label})" if total and done >= total else label
+        bar.update(task, completed=done, total=total or None, description=text)
 
+    try:
         yield update
+    finally:
+        if bars:
+            bars[0][0].stop()
 
 
 @contextmanager

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 import tomllib
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.core.errors import ConfigError
+from vaultmem.core.names import AGENT_NAME_RE
 
 ENV_VAULT = "VAULTMEM_VAULT"
 ENV_AGENT = "VAULTMEM_AGENT"
@@ -264,9 +264,6 @@ def _check_range(rules: Any, where: str, value: Any, path: Path) -> None:
             )
 
 
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
-
-
 def _check_values(config: Config, path: Path) -> Config:
     """Values that have a grammar or a range, beyond their TOML type."""
     from vaultmem.core.clock import parse_duration
@@ -289,7 +286,7 @@ def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
         return ()
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
         raise ConfigError(f"{path}: {key} must be a list of names", f'e.g. {key} = ["ella"]')
-    bad = [x for x in raw if not NAME_RE.fullmatch(x)]
+    bad = [x for x in raw if not AGENT_NAME_RE.fullmatch(x)]
     if bad:
         raise ConfigError(
             f"{path}: {key} holds names that are not valid: {', '.join(map(repr, bad))}",
@@ -322,7 +319,7 @@ def parse_config(text: str, path: Path) -> Config:
     recall = _section(RecallSettings, raw.get("recall"), "recall", path)
     default_reviewer = raw.get("default_reviewer")
     if default_reviewer is not None and (
-        not isinstance(default_reviewer, str) or not NAME_RE.fullmatch(default_reviewer)
+        not isinstance(default_reviewer, str) or not AGENT_NAME_RE.fullmatch(default_reviewer)
     ):
         raise ConfigError(
             f"{path}: default_reviewer must be a name", 'e.g. default_reviewer = "chiara"'
@@ -358,22 +355,30 @@ def parse_config(text: str, path: Path) -> Config:
     return _check_values(config, path)
 
 
-def set_toml_key(text: str, key: str, literal: str, path: Path) -> str:
-    """Set one top-level `key = literal` in a vaultmem.toml text, keeping every other line.
+def set_toml_key(text: str, key: str, value: str | int | list[str], path: Path) -> str:
+    """Set one top-level `key` in a vaultmem.toml text, keeping everything a person wrote:
+    comments, layout, the order of keys and tables (tomlkit edits TOML and round-trips it).
 
-    A key already there is replaced in place (a one-line value, or an array over several
-    lines); a new one goes before the first table. The result must parse as a valid config.
-    """
-    pattern = re.compile(rf"^{re.escape(key)}[ \t]*=[ \t]*(?:\[[^\]]*\]|[^\n]*)", re.MULTILINE)
-    head_end = m.start() if (m := re.search(r"^\[", text, re.MULTILINE)) else len(text)
-    line = f"{key} = {literal}"
-    found = pattern.search(text, 0, head_end)
-    if found:
-        new = text[: found.start()] + line + text[found.end() :]
+    A list that is already there is edited in place: items missing from `value` are taken out,
+    new ones appended, each existing item keeping its comment. A new key goes after the last
+    top-level key, before the first table. The result must parse as a valid config."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", "fix the file") from None
+    current = doc.get(key)
+    if isinstance(value, list) and isinstance(current, list):
+        for item in [x for x in current if x not in value]:
+            current.remove(item)
+        for item in value:
+            if item not in current:
+                current.append(item)
     else:
-        new = (
-            text[:head_end] + line + "\n" + ("\n" if head_end < len(text) else "") + text[head_end:]
-        )
+        doc[key] = value
+    new = tomlkit.dumps(doc)
     parse_config(new, path)  # never write a config we cannot read back
     return new
 

@@ -9,15 +9,14 @@ vault was made on) keeps plain ids, `ella.12`; another machine's chain carries i
 
 from __future__ import annotations
 
-import re
 import secrets
 from pathlib import Path
 
 from vaultmem.core import config
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import create_private
+from vaultmem.core.names import DEVICE_RE
 
-DEVICE_RE = re.compile(r"[a-z2-7]{4}")
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 
 

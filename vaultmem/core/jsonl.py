@@ -10,14 +10,24 @@ from pathlib import Path
 from typing import Any
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every JSON object in the file, in order; [] when the file does not exist."""
+def read_jsonl(path: Path, *, max_bytes: int | None = None) -> list[dict[str, Any]]:
+    """Every JSON object in the file, in order; [] when the file does not exist.
+
+    With `max_bytes`, only the objects in the file's last `max_bytes` (a line cut by that
+    boundary is left out): the recent records of a long file, for the cost of a short read."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            start = 0 if max_bytes is None else max(0, size - max_bytes)
+            fh.seek(start)
+            data = fh.read()
+    except (FileNotFoundError, NotADirectoryError):
         return []
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the boundary may cut the first line
     out: list[dict[str, Any]] = []
-    for raw in data.splitlines():
+    for raw in lines:
         try:
             item = json.loads(raw)
         except ValueError:

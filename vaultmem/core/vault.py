@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from vaultmem.core.config import CONFIG_NAME, NAME_RE, Config, load_config
+from vaultmem.core.config import CONFIG_NAME, Config, load_config
 from vaultmem.core.errors import (
     PathOutsideVaultError,
     ReviewRefusedError,
@@ -20,9 +20,9 @@ from vaultmem.core.errors import (
     UsageError,
     VaultNotFoundError,
 )
+from vaultmem.core.names import AGENT_NAME_RE
 
 STATE_DIR = ".vaultmem"
-AGENT_NAME_RE = NAME_RE  # one grammar for agent and reviewer names, in config and here
 
 MEMORY_DIR = "memory"
 MEMORY_INDEX = "MEMORY.md"
@@ -242,6 +242,9 @@ def resolve_reviewer(vault: Vault, reviewer: str | None, *, acting_agent: str | 
     Refused when an agent is acting (`--agent` / VAULTMEM_AGENT), when the name is an agent's
     or is not listed under `reviewers`. A guard against mistakes and against an agent
     following instructions literally, not a security boundary (README, Threat model).
+
+    This is the one rule of the gate: a bank fact's author is always the agent whose bank holds
+    it (`bank.model`), and no agent's name passes here, so nobody reviews their own proposal.
     """
     listed = ", ".join(vault.config.reviewers) or "none"
     if acting_agent:

@@ -142,16 +142,8 @@ def _tracked(e: Entry) -> bool:
 def _raw(e: Entry) -> dict[str, Any]:
     body = e.body if len(e.body) <= BODY_CHARS else e.body[:BODY_CHARS] + " …(cut)"
     return {
-        "id": e.id,
-        "agent": e.agent,
-        "seq": e.seq,
-        "time": e.time,
-        "channel": e.channel,
-        "type": e.type,
-        "summary": e.summary,
+        **e.contract_dict(),
         "body": body,
-        "acks": list(e.acks),
-        "to": list(e.to),
         "extra": e.extra,
         "acked_by": {},
         "resolved": None,

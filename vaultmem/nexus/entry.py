@@ -41,6 +41,7 @@ from typing import Any
 
 from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import UsageError, VaultmemError
+from vaultmem.core.names import AGENT_NAME, DEVICE
 
 FORMAT_VERSION = 1  # entries without recipients
 ADDRESSED_VERSION = 2  # entries with recipients (`to` in the header and the canonical form)
@@ -85,13 +86,13 @@ CHANNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}")
 
 
 # `ella.12`, `ella.d3` (decision log), and on another machine's chain `ella.k2f7.3`
-ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}(?:\.[a-z2-7]{4})?\.d?[0-9]{1,12}")
+ID_RE = re.compile(rf"{AGENT_NAME}(?:\.{DEVICE})?\.d?[0-9]{{1,12}}")
 
 
 TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
 
 
-_NAME = r"[a-z0-9][a-z0-9_-]{0,39}"
+_NAME = AGENT_NAME
 HEADER_RE = re.compile(
     r"^### (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z) · "
     rf"(?P<agent>{_NAME}) · (?P<channel>\S+) · (?P<type>[a-z][a-z0-9_-]*)"
@@ -149,21 +150,18 @@ class Entry:
     byte_end: int = -1
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "agent": self.agent,
-            "seq": self.seq,
-            "time": self.time,
-            "channel": self.channel,
-            "type": self.type,
-            "summary": self.summary,
-            "body": self.body,
-            "acks": list(self.acks),
-            "to": list(self.to),
-        }
+        data = self.contract_dict()
         for key, value in self.extra.items():
             data.setdefault(key, value)
         return data
+
+    def contract_dict(self) -> dict[str, Any]:
+        """The fields of the JSON contract (`CONTRACT_KEYS`), tuples as lists; no extras."""
+        out: dict[str, Any] = {}
+        for key in CONTRACT_KEYS:
+            value = getattr(self, key)
+            out[key] = list(value) if isinstance(value, tuple) else value
+        return out
 
     def full_dict(self) -> dict[str, Any]:
         """Everything, for the journal: enough to re-render the exact block."""
@@ -469,6 +467,13 @@ def _heads(raw: Any) -> dict[str, list[Any]]:
         else:
             return {"": ["malformed"]}  # keeps the hash from matching: reported as edited
     return out
+
+
+def time_order(e: Entry) -> tuple[str, str]:
+    """The order readers show entries in: by time, then id. A sync's union merge can leave the
+    file out of that order (one machine's new entries after the other's), so file position is
+    not it."""
+    return (e.time, e.id)
 
 
 def entry_id(agent: str, seq: int, log: str, device: str = "") -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.vault import Vault
-from vaultmem.nexus.entry import ALL, HEADER_START, ID_RE, Entry, parse_bytes
+from vaultmem.nexus.entry import ALL, HEADER_START, ID_RE, Entry, parse_bytes, time_order
 
 
 def iter_reverse(path: Path, *, chunk: int = 1 << 16) -> Iterator[Entry]:
@@ -69,17 +69,21 @@ def last_entries(
     type_: str | None = None,
     to: str | None = None,
 ) -> list[Entry]:
-    """The last `n` matching entries, oldest first, read from the end of the file."""
+    """The newest `n` matching entries, oldest first by time (`time_order`), read from the end
+    of the file: `LOOKBACK` entries past the n-th match are read too, so that entries a sync
+    merged out of file order still take their place in time."""
     out: list[Entry] = []
     if n <= 0:
         return out
+    past = 0
     for e in iter_reverse(path):
+        if len(out) >= n:
+            past += 1
+            if past > LOOKBACK:
+                break
         if matches(e, agent=agent, channel=channel, type_=type_, to=to):
             out.append(e)
-            if len(out) >= n:
-                break
-    out.reverse()
-    return out
+    return sorted(out, key=time_order)[-n:]
 
 
 def matches(
@@ -100,6 +104,9 @@ def matches(
 
 
 DEFAULT_TAIL = 20
+# entries read beyond the point where a reader from the end could stop: a sync puts one
+# machine's new entries after the other's, so the newest by time need not be the last in the file
+LOOKBACK = 1000
 _TIME_RE = re.compile(r"\d{4}-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,6})?)?)?)?)?Z?")
 
 
@@ -113,7 +120,8 @@ def log(
     type_: str | None = None,
     to: str | None = None,
 ) -> list[Entry]:
-    """Matching entries, oldest first: the last `tail` (default 20), or all after `since`."""
+    """Matching entries, oldest first by time: the newest `tail` (default 20), or all after
+    `since` (an entry id: those after it in the file; a time: those from then on)."""
     if tail is not None and tail < 0:
         raise UsageError("--tail must be 0 or more", "e.g. --tail 20")
     path = vault.live_context
@@ -142,9 +150,13 @@ def log(
             )
     elif _TIME_RE.fullmatch(since):
         bound = since.rstrip("Z").replace(" ", "T")
+        past = 0
         for e in iter_reverse(path):
             if e.time < bound:
-                break
+                past += 1
+                if past > LOOKBACK:
+                    break
+                continue
             if matches(e, agent=agent, channel=channel, type_=type_, to=to):
                 out.append(e)
     else:
@@ -152,7 +164,7 @@ def log(
             f"--since {since!r} is neither an entry id nor a time",
             "e.g. --since ella.12 or --since 2026-11-29T10:00 (UTC)",
         )
-    out.reverse()
+    out.sort(key=time_order)
     if tail is not None:
         out = out[-tail:] if tail else []
     return out

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from vaultmem.core import clock
-from vaultmem.core import intents
+from vaultmem.core import clock, intents
 from vaultmem.core.fsio import append_durable, atomic_write
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault

@@ -28,7 +28,7 @@ from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import escape_inline
 
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}")
+KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}")  # wm keys and threads
 _ITEM_RE = re.compile(r"<!-- vaultmem-wm (?P<json>\{.*\}) -->$")
 SHOWN_CHARS = 200  # of a value, in the visible line (the comment holds it whole)
 KEEP_MAX = 1000
@@ -81,7 +81,7 @@ class Working:
 
 def validate_name(value: str, what: str, *, written: bool = False) -> str:
     """A key or thread name, in full; one about to be `written` must not hold a credential."""
-    if not NAME_RE.fullmatch(value):
+    if not KEY_RE.fullmatch(value):
         raise UsageError(
             f"invalid {what} {value!r}",
             "letters, digits and _ . : / - (at most 64), starting with a letter or digit",
@@ -159,9 +159,9 @@ def _parse_item(raw: str) -> Item | None:
         return None
     ok = (
         kind in (ItemKind.KEY, ItemKind.TURN)
-        and (thread is None or (isinstance(thread, str) and NAME_RE.fullmatch(thread)))
+        and (thread is None or (isinstance(thread, str) and KEY_RE.fullmatch(thread)))
         and (
-            (kind == ItemKind.KEY and isinstance(key, str) and NAME_RE.fullmatch(key))
+            (kind == ItemKind.KEY and isinstance(key, str) and KEY_RE.fullmatch(key))
             or (kind == ItemKind.TURN and key is None)
         )
         and (expires is None or isinstance(expires, str))

@@ -21,11 +21,12 @@ from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.search import engine, refresh
 from vaultmem.search.documents import Kind
+from vaultmem.search.terms import TOKEN as _TOKEN
+from vaultmem.search.terms import cap_query
 
 if TYPE_CHECKING:
     from vaultmem.search.embedder import StaticModel
 
-_TOKEN = re.compile(r'(?:(\w+):)?"([^"]*)"?|(\S+)')
 FILTER_FIELDS = {
     "kind": "kinds",
     "type": "types",
@@ -126,14 +127,6 @@ class RecallResult:
             "index": self.index.to_dict(),
             "hits": [h.to_dict(explain=self.explain) for h in self.hits],
         }
-
-
-def cap_query(text: str, most: int = 32) -> tuple[str, tuple[str, ...]]:
-    """Each term walks its posting lists (500 took minutes on a large vault): the first few."""
-    terms = [m.group(0) for m in _TOKEN.finditer(text[:2000])]
-    if len(terms) <= most and len(text) <= 2000:
-        return text, ()
-    return " ".join(terms[:most]), (f"the query was cut to its first {most} terms",)
 
 
 def parse_query(
@@ -329,6 +322,10 @@ def recall(
     """
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}", "e.g. --limit 5")
+    if not query.strip():
+        raise UsageError(
+            "recall needs a question or some words", 'e.g. vaultmem recall "stripe webhooks"'
+        )
     query, cut = cap_query(query)
     parsed = parse_query(
         query,

@@ -227,7 +227,9 @@ def nothing_new(args: list[str], payload: str) -> bool:
     if opts is None:
         return False
     root, agent = os.path.expanduser(opts["vault"]), opts["agent"]
-    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,39}", agent):
+    from vaultmem.core.names import AGENT_NAME_RE
+
+    if not AGENT_NAME_RE.fullmatch(agent):
         return False
     if not os.path.isfile(os.path.join(root, "vaultmem.toml")):
         return False

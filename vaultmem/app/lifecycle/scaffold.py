@@ -32,11 +32,12 @@ class InitResult:
     reviewers_added: tuple[str, ...]
     adopted_notes: int  # markdown notes that were already there
     existed: bool  # a vaultmem.toml was already there
+    git: str | None = None  # what `git=True` did (a new repository, or drivers registered)
 
 
 def set_toml_names(text: str, key: str, names: list[str], path: Path) -> str:
     """Rewrite one top-level `key = [...]` array in place, keeping every other line."""
-    return set_toml_key(text, key, toml_list(names), path)
+    return set_toml_key(text, key, list(names), path)
 
 
 def _count_notes(root: Path) -> int:
@@ -53,7 +54,10 @@ def init(
     agents: list[str],
     reviewers: list[str],
     language: str | None = None,
+    git: bool = False,
 ) -> InitResult:
+    """Create a vault at `path` (or add agents and reviewers to the one there); with `git`,
+    also make it a git repository ready for `vaultmem sync`."""
     for name in agents:
         validate_name(name, "agent")
         if name == "all":  # `append --to all` means every agent
@@ -153,6 +157,11 @@ def init(
         if made is not None and made.public_path not in created:
             created.append(made.public_path)
 
+    git_note = None
+    if git:
+        from vaultmem.app.sync.pipeline import init_git
+
+        git_note = init_git(Vault.open(root))
     return InitResult(
         root=str(root),
         created=tuple(created),
@@ -160,4 +169,5 @@ def init(
         reviewers_added=reviewers_added,
         adopted_notes=adopted,
         existed=existed,
+        git=git_note,
     )

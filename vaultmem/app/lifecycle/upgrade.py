@@ -153,5 +153,5 @@ def upgrade(vault: Vault, *, dry_run: bool = False) -> UpgradeReport:
         if not dry_run and end != start:
             config = vault.root / CONFIG_NAME
             text = read_text(config, what="config")
-            atomic_write(vault.path(CONFIG_NAME), set_toml_key(text, "format", str(end), config))
+            atomic_write(vault.path(CONFIG_NAME), set_toml_key(text, "format", end, config))
     return UpgradeReport(start, max(start, end), tuple(steps), dry_run)

@@ -335,6 +335,13 @@ def read(
     query: str | None = None,
 ) -> Pack:
     """The session-start pack for `agent`. Does not move the cursor: see `commit_cursor`."""
+    if budget is not None and budget < 0:
+        from vaultmem.core.errors import UsageError
+
+        raise UsageError(
+            f"--budget {budget} is not a number of tokens",
+            "give a number of tokens, e.g. --budget 2000 (0: no budget)",
+        )
     from vaultmem.app.pack import condensed, importance
     from vaultmem.app.pack import inbox as coordination
     from vaultmem.core import clock

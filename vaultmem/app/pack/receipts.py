@@ -22,9 +22,10 @@ from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.fsio import append_line
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.names import AGENT_NAME
 from vaultmem.core.vault import Vault
 
-_ROTATED = re.compile(r"(?P<agent>[a-z0-9][a-z0-9_-]{0,39})\.(?P<n>[0-9]{1,9})\.jsonl")
+_ROTATED = re.compile(rf"(?P<agent>{AGENT_NAME})\.(?P<n>[0-9]{{1,9}})\.jsonl")
 COMMANDS = ("read", "recall", "inbox")
 
 
@@ -125,23 +126,13 @@ def recent_uses(
 ) -> list[Receipt]:
     """The agent's latest receipts of one command, from the last `max_bytes` of its current
     file only (the importance of pack items: cheap, and recent use is what counts)."""
-    import json
-
     try:
-        with open(_current(vault, agent), "rb") as fh:
-            size = fh.seek(0, 2)
-            fh.seek(max(0, size - max_bytes))
-            data = fh.read()
-    except OSError:
+        records = read_jsonl(_current(vault, agent), max_bytes=max_bytes)
+    except OSError:  # unreadable receipts cost the pack its use counts, nothing else
         return []
-    lines = data.split(b"\n")[1:] if size > max_bytes else data.split(b"\n")
     out = []
-    for line in lines:
-        try:
-            raw = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(raw, dict) or raw.get("command") != command:
+    for raw in records:
+        if raw.get("command") != command:
             continue
         ids, paths = raw.get("ids"), raw.get("paths") or []
         if isinstance(ids, list) and isinstance(paths, list):

@@ -151,7 +151,7 @@ def log_sections(
         if others_done and (len(own) >= settings.recent_own or scanned >= SCAN_LIMIT):
             break
     # the order every clone agrees on: time, then id (after a merge, file order may differ)
-    others.sort(key=lambda x: (x.time, x.id))
+    others.sort(key=entry.time_order)
     own.reverse()
     agents = index.agents if index is not None else vault.known_agents()
 
