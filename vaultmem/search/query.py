@@ -21,11 +21,12 @@ from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.search import engine, refresh
 from vaultmem.search.documents import Kind
+from vaultmem.search.terms import TOKEN as _TOKEN
+from vaultmem.search.terms import cap_query
 
 if TYPE_CHECKING:
     from vaultmem.search.embedder import StaticModel
 
-_TOKEN = re.compile(r'(?:(\w+):)?"([^"]*)"?|(\S+)')
 FILTER_FIELDS = {
     "kind": "kinds",
     "type": "types",
@@ -325,6 +326,7 @@ def recall(
         raise UsageError(
             "recall needs a question or some words", 'e.g. vaultmem recall "stripe webhooks"'
         )
+    query, cut = cap_query(query)
     parsed = parse_query(
         query,
         kind=kind,
@@ -339,8 +341,8 @@ def recall(
         vault, wanted, progress=progress, fallback=(mode or vault.config.recall.mode) == "auto"
     )
     fresh = refresh.refresh(vault, model=model, embed_progress=progress)
-    if notes:
-        fresh = _with_warnings(fresh, notes)
+    if notes or cut:
+        fresh = _with_warnings(fresh, (*notes, *cut))
 
     def run() -> list[Hit]:
         return _search(
