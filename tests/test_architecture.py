@@ -9,7 +9,7 @@ point each face offers (`vaultmem mcp` starts `vaultmem.mcp.server.serve`). Sub-
 
 `app/` holds one sub-package per capability and no module of its own. They rank too:
 
-    sync  <  lifecycle, condense  <  pack  <  hooks  <  setup
+    sync  <  lifecycle, condense  <  pack  <  hooks, privacy  <  setup
 
 (`init --git` makes a repository; a hook builds a pack; setup installs hooks; the pack shows
 condensed notes).
@@ -24,7 +24,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "vaultmem"
 RANK = {"core": 0, "memory": 1, "nexus": 2, "bank": 3, "search": 4, "app": 5, "cli": 6, "mcp": 6}
-APP_RANK = {"sync": 0, "lifecycle": 1, "condense": 1, "pack": 2, "hooks": 3, "setup": 4}
+APP_RANK = {
+    "sync": 0, "lifecycle": 1, "condense": 1, "pack": 2, "hooks": 3, "privacy": 3, "setup": 4,
+}  # fmt: skip
 # (importing package, imported module): the face entry points other faces may start
 ALLOWED = {("cli", "vaultmem.mcp.server")}
 

@@ -121,9 +121,11 @@ def test_a_contradiction_keeps_the_newest_and_goes_through_apply(
     path.write_text(path.read_text().replace("status: pending", "status: approved"))
     dry = run_cli("promote", "apply", "--reviewer", "chiara", "--dry-run", "--vault", str(vault))
     assert f"CONSOLIDATES {new}, {old}" in dry.stdout
+    plan = dry.stdout.split("--plan ")[-1].split()[0]
     res = run_cli(
-        "promote", "apply", "--reviewer", "chiara", "--yes", "--vault", str(vault), "--json"
-    )
+        "promote", "apply", "--reviewer", "chiara", "--yes", "--plan", plan, "--vault",
+        str(vault), "--json",
+    )  # fmt: skip
     assert res.exit_code == 0, res.stderr
     active = [
         f

@@ -373,3 +373,27 @@ def test_compact_moves_what_digests_cover_and_verify_passes(week: Path) -> None:
     # compacting again moves nothing
     again = run_cli("compact", "--older-than", "3d", "--vault", str(week))
     assert again.exit_code == 0 and "nothing older than" in again.stdout
+
+
+@pytest.mark.slow
+def test_model_text_is_escaped_and_its_citations_checked(
+    llm_week: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    """Model output is untrusted text: `<!--` would hide the rest of the note in Obsidian, and
+    a link written in the text could pass for a citation of an entry that does not exist."""
+    hostile = dict(
+        summary=[
+            {"text": "Quiet week <!-- everything after this is hidden", "ids": ["ella.1"]},
+            {"text": "Also see [[#^e-ghost-9|ghost.9]] for details.", "ids": ["ella.3"]},
+        ],
+    )
+    fake_anthropic.queue(
+        digest_reply(**hostile), digest_reply(summary=[{"text": "Quiet.", "ids": ["lyra.8"]}])
+    )
+    res = digest_cli(llm_week)
+    assert res.exit_code == 0, res.stderr
+    note = (llm_week / "nexus" / "digests" / "2026-W47.md").read_text(encoding="utf-8")
+    body = note.split("<!-- vaultmem-digest", 1)[0]
+    assert "<!--" not in body and "Quiet week <\\!--" in body
+    assert "[[#^e-ghost-9" not in body and "[\\[#^e-ghost-9|ghost.9]]" in body
+    assert run_cli("verify", "--vault", str(llm_week)).exit_code == 0

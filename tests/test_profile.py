@@ -43,8 +43,8 @@ def test_profile_is_built_from_approved_memory_only(vault: Path) -> None:
     review.reject(v, rejected.id, why="not true", reviewer="chiara")
     old = facts.remember(v, "Wombat retracted fact", name="Wombat", type_="user")
     facts.retract(v, old.id, why="moved on")
-    facts.remember(
-        v, "Platypus expired fact", name="Platypus", type_="project",
+    facts.write(
+        v, "Platypus expired fact", name="Platypus", type_="project", author="person",
         extra={"valid_until": "2020-01-01"},
     )  # fmt: skip
     res = profile(vault)

@@ -262,9 +262,11 @@ def test_apply_carries_out_obsidian_edits(vault: Path) -> None:
     unconfirmed = run_cli("promote", "apply", "--reviewer", "chiara", "--vault", str(vault))
     assert unconfirmed.exit_code == 2 and "--yes" in unconfirmed.stderr
     assert _bank_meta(vault, approve_me).get("memory") is None
+    plan = json.loads(dry.stdout)["plan"]
     res = run_cli(
-        "promote", "apply", "--reviewer", "chiara", "--yes", "--vault", str(vault), "--json"
-    )
+        "promote", "apply", "--reviewer", "chiara", "--yes", "--plan", plan, "--vault",
+        str(vault), "--json",
+    )  # fmt: skip
     assert res.exit_code == 5
     data = json.loads(res.stdout)
     assert {(d["action"], d["fact"]["id"]) for d in data["done"]} == {
@@ -279,7 +281,7 @@ def test_apply_carries_out_obsidian_edits(vault: Path) -> None:
     assert _bank_meta(vault, untouched)["status"] == "pending"
     # a second run has nothing left to do but the unresolved problem
     _set(vault, no_reason, status="pending")
-    again = run_cli("promote", "apply", "--reviewer", "chiara", "--yes", "--vault", str(vault))
+    again = run_cli("promote", "apply", "--reviewer", "chiara", "--dry-run", "--vault", str(vault))
     assert again.exit_code == 0 and "nothing to apply" in again.stdout
 
 
@@ -365,6 +367,36 @@ def test_decision_without_a_key_here_is_approved_with_a_warning(vault: Path) -> 
     assert res.exit_code == 0, res.stderr  # type: ignore[attr-defined]
     assert "no decision-log entry was written" in res.stderr  # type: ignore[attr-defined]
     assert _bank_meta(vault, fid)["status"] == "approved"
+
+
+def test_yes_carries_out_exactly_the_plan_the_dry_run_printed(vault: Path) -> None:
+    """An agent edits another bank note (approved + supersedes) between the person's dry run
+    and `--yes`: the plan id no longer matches, nothing is carried out (exit 8)."""
+    person = run_cli("remember", "Launch in March", "--name", "Launch", "--type", "project",
+                     "--vault", str(vault), "--json")  # fmt: skip
+    launch = json.loads(person.stdout)["id"]
+    listed = _retain(vault, "Chiara wants migrations reviewed before Friday")
+    sneaky = _retain(vault, "Launch is cancelled", "project")
+    _set(vault, listed, status="approved")
+    dry = run_cli(
+        "promote", "apply", "--reviewer", "chiara", "--dry-run", "--vault", str(vault), "--json"
+    )
+    plan = json.loads(dry.stdout)["plan"]
+    assert [p["id"] for p in json.loads(dry.stdout)["planned"]] == [listed]
+    assert plan in run_cli("promote", "apply", "--reviewer", "chiara", "--dry-run",
+                           "--vault", str(vault)).stdout  # fmt: skip
+    _set(vault, sneaky, status="approved", supersedes=launch)  # the agent, after the dry run
+    yes = ("promote", "apply", "--reviewer", "chiara", "--yes", "--vault", str(vault))
+    assert run_cli(*yes).exit_code == 2  # --yes alone: which plan?
+    res = run_cli(*yes, "--plan", plan)
+    assert res.exit_code == 8 and "changed since the dry run" in res.stderr
+    assert _bank_meta(vault, listed).get("memory") is None
+    assert _bank_meta(vault, sneaky).get("memory") is None
+    assert notes.read(next((vault / "memory").glob("launch.md"))).meta.get("status") is None
+    # the same plan, unchanged, is carried out
+    _set(vault, sneaky, status="pending")
+    assert run_cli(*yes, "--plan", plan).exit_code == 0
+    assert _bank_meta(vault, listed).get("memory")
 
 
 def test_a_reviewer_who_is_also_an_agent_never_reviews_their_own_proposal(vault: Path) -> None:

@@ -36,7 +36,7 @@ _API = {
     "remember": "vaultmem.memory.facts:remember",
     "memories": "vaultmem.memory.facts:memories",
     "retract": "vaultmem.memory.facts:retract",
-    "forget": "vaultmem.memory.facts:forget",
+    "forget": "vaultmem.app.privacy.forget:forget",
     "append": "vaultmem.nexus.log:append",
     "log": "vaultmem.nexus.reading:log",
     "decide": "vaultmem.nexus.decisions:decide",
@@ -119,11 +119,12 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from vaultmem.app.pack.build import commit_cursor, read, record_receipt
     from vaultmem.app.pack.inbox import inbox
     from vaultmem.app.pack.receipts import receipts
+    from vaultmem.app.privacy.forget import forget
     from vaultmem.bank.retain import retain
     from vaultmem.bank.review import approve, reject
     from vaultmem.core.errors import VaultmemError
     from vaultmem.core.vault import Vault
-    from vaultmem.memory.facts import forget, memories, remember, retract
+    from vaultmem.memory.facts import memories, remember, retract
     from vaultmem.nexus.alerts import alerts, resolve
     from vaultmem.nexus.checkpoints import checkpoint, show_checkpoint
     from vaultmem.nexus.decisions import decide, decisions

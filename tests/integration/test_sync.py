@@ -302,7 +302,7 @@ def _racing_appends(m: Machine, agent: str, n: int) -> subprocess.Popen[str]:
 def test_three_machines_converge_with_every_entry_once(tmp_path: Path) -> None:
     """A bare repository and three clones. ella writes on A and on B (two chains), lyra on A
     and B, mira on C. Appends race a sync; C is offline for two rounds and writes meanwhile;
-    a person edits MEMORY.md on C while ella retracts the same fact on B. Afterwards every
+    a person edits MEMORY.md on C while another retracts the same fact on B. Afterwards every
     clone holds every acknowledged entry exactly once and verifies, a read shows each new
     entry once, and recall finds what other machines wrote."""
     res = vm("init", str(tmp_path / "a"), "--agent", "ella", "--agent", "lyra", "--agent",
@@ -314,7 +314,7 @@ def test_three_machines_converge_with_every_entry_once(tmp_path: Path) -> None:
     git(a.root, "remote", "add", "origin", str(bare))
     git(a.root, "push", "--quiet", "-u", "origin", "HEAD")
     remembered = ("remember", "Launch is on 3 March", "--name", "Launch date", "--type", "project")
-    fact = json.loads(a.run(*remembered, "--agent", "ella", "--json").stdout)
+    fact = json.loads(a.run(*remembered, "--json").stdout)  # a person: agents only propose
     a.sync()
     b = Machine("b", tmp_path / "b", tmp_path / "home-b")
     c = Machine("c", tmp_path / "c", tmp_path / "home-c")
@@ -336,14 +336,14 @@ def test_three_machines_converge_with_every_entry_once(tmp_path: Path) -> None:
         m.sync()
 
     # rounds 2 and 3: C is offline and writes anyway; appends race A's sync; the same fact
-    # is edited by a person on C and retracted by ella on B
+    # is edited by a person on C and retracted by a person on B
     git(c.root, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))
     index = c.root / "memory/MEMORY.md"
     index.write_text(
         index.read_text(encoding="utf-8").replace("Launch is on 3 March", "Launch: 3 March, 9:00"),
         encoding="utf-8",
     )
-    res = b.run("retract", fact["id"], "--why", "moved to April", "--agent", "ella")
+    res = b.run("retract", fact["id"], "--why", "moved to April")
     assert res.returncode == 0, res.stderr
     for r in (2, 3):
         racer = _racing_appends(a, "ella", 5)

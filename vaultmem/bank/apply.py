@@ -6,6 +6,8 @@ full and carried out only when a person confirms it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from vaultmem.bank.review import (
 )
 from vaultmem.core import notes
 from vaultmem.core.choices import choose
-from vaultmem.core.errors import UsageError, VaultmemError
+from vaultmem.core.errors import RefusedError, UsageError, VaultmemError
 from vaultmem.core.vault import Vault, resolve_reviewer
 from vaultmem.memory import facts
 
@@ -82,9 +84,11 @@ class ApplyReport:
     planned: tuple[Planned, ...] = ()  # under --dry-run: what would be done
     dry_run: bool = False
     skipped: tuple[Planned, ...] = ()  # what the person declined when asked
+    plan: str | None = None  # the plan's id (`plan_id`): printed by --dry-run, passed to --yes
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "plan": self.plan,
             "done": [d.to_dict() for d in self.done],
             "problems": [p.to_dict() for p in self.problems],
             "planned": [p.to_dict() for p in self.planned],
@@ -129,6 +133,13 @@ def _plan(vault: Vault, path: Path, note: notes.Note, who: str) -> Planned | Non
     return None
 
 
+def plan_id(planned: list[Planned] | tuple[Planned, ...]) -> str:
+    """The id `--dry-run` prints: a hash of every field of every planned action, so `--yes
+    --plan ID` carries out exactly what a person saw, or nothing."""
+    canon = json.dumps([p.to_dict() for p in planned], sort_keys=True, ensure_ascii=False)
+    return "p-" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
+
+
 def apply(
     vault: Vault,
     *,
@@ -136,65 +147,78 @@ def apply(
     acting_agent: str | None = None,
     dry_run: bool = False,
     confirm: Callable[[Planned], bool] | None = None,
+    plan: str | None = None,
 ) -> ApplyReport:
     """Carry out the `status: approved` / `status: rejected` a person set in Obsidian.
 
     Every field it acts on (status, scope, name, supersedes) is in a note an agent can edit
     too, so each planned action is shown in full and carried out only when `confirm` says
-    yes (the CLI asks, or takes `--yes` after a `--dry-run`). With `dry_run` nothing changes.
-    The author is the agent whose bank folder holds the note, never its frontmatter's claim.
-    A note that cannot be carried out is reported and left as it is; the others still go.
+    yes (the CLI asks), or when `plan` is the id a `--dry-run` printed for exactly the actions
+    planned now (anything added or changed since makes it refuse, exit 8, with nothing done).
+    With `dry_run` nothing changes. The author is the agent whose bank folder holds the note,
+    never its frontmatter's claim. A note that cannot be carried out is reported and left as
+    it is; the others still go.
     """
     who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
-    if confirm is None and not dry_run:
+    if confirm is None and plan is None and not dry_run:
         raise UsageError(
             "promote apply needs each action confirmed",
-            "look at: vaultmem promote apply --dry-run, then run it again with --yes (or in a "
-            "terminal, to be asked one by one)",
+            "look at: vaultmem promote apply --dry-run, then run it again with --yes --plan ID "
+            "(the id it printed), or in a terminal, to be asked one by one",
         )
     done: list[Decision] = []
     problems: list[ApplyProblem] = []
-    planned: list[Planned] = []
+    planned: list[tuple[Path, notes.Note, Planned]] = []
     skipped: list[Planned] = []
     with store.bank_lock(vault):
+        from vaultmem.bank.review import recover
+
+        if not dry_run:
+            recover(vault)
         for path, _owner in store.bank_files(vault):
             quick = store.read_quick(path)
             if quick is None or quick[0].get("status") not in ("approved", "rejected"):
                 continue
             try:
                 note = notes.require_ok(notes.read(path), path)
-                plan = _plan(vault, path, note, who)
+                one = _plan(vault, path, note, who)
             except VaultmemError as exc:
                 problems.append(ApplyProblem(vault.rel(path), quick[0].get("id", ""), str(exc)))
                 continue
-            if plan is None:
-                continue
-            if dry_run:
-                planned.append(plan)
-                continue
-            assert confirm is not None
-            if not confirm(plan):
-                skipped.append(plan)
+            if one is not None:
+                planned.append((path, note, one))
+        plans = tuple(p for _path, _note, p in planned)
+        if dry_run:
+            return ApplyReport((), tuple(problems), plans, True, (), plan_id(plans))
+        if plan is not None and plan != plan_id(plans):
+            raise RefusedError(
+                f"refused: the notes changed since the dry run printed plan {plan}: "
+                f"what would be carried out now is plan {plan_id(plans)}; nothing was done",
+                "look again: vaultmem promote apply --dry-run (an agent can edit bank notes too)",
+            )
+        for path, note, one in planned:
+            if plan is None and confirm is not None and not confirm(one):
+                skipped.append(one)
                 continue
             try:
                 fact = model.fact_from_note(vault, path, note)
-                if plan.action == "approve":
+                if one.action == "approve":
                     done.append(
                         approve_one(
                             vault,
                             path,
                             fact,
                             who,
-                            scope=plan.scope,
+                            scope=one.scope,
                             name=None,
                             description=None,
-                            supersedes=plan.supersedes,
+                            supersedes=one.supersedes,
                         )
                     )
                 else:
-                    done.append(reject_one(vault, path, who, plan.reason or ""))
+                    done.append(reject_one(vault, path, who, one.reason or ""))
             except VaultmemError as exc:
-                problems.append(ApplyProblem(plan.path, plan.id, str(exc)))
+                problems.append(ApplyProblem(one.path, one.id, str(exc)))
         if done:
             review_page.refresh_review_page(vault)
-    return ApplyReport(tuple(done), tuple(problems), tuple(planned), dry_run, tuple(skipped))
+    return ApplyReport(tuple(done), tuple(problems), (), False, tuple(skipped), plan)

@@ -66,23 +66,24 @@ def _validate(proposal: Proposal) -> Proposal:
 
 
 def _scrub(vault: Vault, proposal: Proposal) -> tuple[Proposal, tuple[Finding, ...]]:
-    """Run every text field through the shared secret scanner (redact, or refuse: exit 8)."""
-    from vaultmem.core.secrets import apply_policy
+    """Every field through the one secret policy (redact, or refuse: exit 8); a secret in the
+    name (it becomes the file name) or in a tag is refused under every policy."""
+    from vaultmem.core.secrets import scrub
 
-    policy = vault.config.secrets.policy
-    found: list[Finding] = []
-
-    def clean(value: str, what: str) -> str:
-        text, findings = apply_policy(value, policy, what=what)
-        found.extend(findings)
-        return text
-
+    texts = {"fact": proposal.text}
+    if proposal.quote:
+        texts["fact's evidence"] = proposal.quote
+    if proposal.source:
+        texts["fact's source"] = proposal.source
+    identifiers = {f"tag {n}": t for n, t in enumerate(proposal.tags, 1)}
+    if proposal.name:
+        identifiers["fact's name"] = proposal.name
+    cleaned, found = scrub(vault.config.secrets.policy, texts, identifiers=identifiers, what="fact")
     scrubbed = replace(
         proposal,
-        text=clean(proposal.text, "fact"),
-        quote=clean(proposal.quote, "fact's evidence") if proposal.quote else "",
-        source=clean(proposal.source, "fact's source") if proposal.source else None,
-        name=clean(proposal.name, "fact's name") if proposal.name else None,
+        text=cleaned["fact"],
+        quote=cleaned.get("fact's evidence", ""),
+        source=cleaned.get("fact's source"),
     )
     return scrubbed, tuple(found)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from vaultmem.bank import dedupe, model, review_page, store
 from vaultmem.bank.similarity import normalise, signature
-from vaultmem.core import clock, notes
+from vaultmem.core import clock, intents, notes
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
@@ -161,7 +161,26 @@ def approve_one(
         extra["valid_until"] = fact.valid_until
     if fact.consolidates:
         extra["consolidates"] = list(fact.consolidates)
-    made = facts.remember(
+    step = intents.intent(vault, "approval", {"bank": vault.rel(path), "bank_id": fact.id})
+    with step:
+        return _approve_in_step(
+            vault, path, fact, reviewer, scope, name, description, supersedes, extra, stamp
+        )
+
+
+def _approve_in_step(
+    vault: Vault,
+    path: Path,
+    fact: model.BankFact,
+    reviewer: str,
+    scope: str,
+    name: str | None,
+    description: str | None,
+    supersedes: str | None,
+    extra: dict[str, Any],
+    stamp: str,
+) -> Decision:
+    made = facts.write(
         vault,
         fact.text,
         name=(name or fact.name).strip(),
@@ -174,18 +193,7 @@ def approve_one(
         extra=extra,
     )
     try:
-        after = store.set_status(
-            vault,
-            path,
-            {
-                "status": "approved",
-                "approved_by": reviewer,
-                "approved_at": stamp,
-                "memory": _link(vault, made),
-                "memory_id": made.id,
-                "updated": stamp,
-            },
-        )
+        after = _mark_approved(vault, path, reviewer, stamp, made)
     except BaseException:
         facts.forget(vault, made.id)  # never leave a memory whose bank note still says pending
         raise
@@ -195,6 +203,55 @@ def approve_one(
     if logged:
         after = store.set_status(vault, path, {"decision_id": logged})
     return Decision("approved", after, reviewer, made, logged, (warning,) if warning else ())
+
+
+def _mark_approved(
+    vault: Vault, path: Path, reviewer: str, stamp: str, made: facts.Fact
+) -> model.BankFact:
+    return store.set_status(
+        vault,
+        path,
+        {
+            "status": "approved",
+            "approved_by": reviewer,
+            "approved_at": stamp,
+            "memory": _link(vault, made),
+            "memory_id": made.id,
+            "updated": stamp,
+        },
+    )
+
+
+def recover(vault: Vault) -> list[str]:
+    """Finish the approvals a killed process left half done (`core/intents.py`): a memory that
+    landed (note and line) whose bank note was not marked gets its mark, so a retry does not
+    write it twice; one that did not land leaves the bank note as it was. Caller holds the bank
+    lock; the memory index's own half-done writes are recovered first."""
+    steps = intents.pending(vault, "approval")
+    if not steps:
+        return []
+    done: list[str] = []
+    with facts.index_lock(vault):
+        done += facts.recover(vault)
+    made: dict[str, tuple[Path, notes.Note]] = {}
+    for note_path, _owner in facts.fact_files(vault):
+        note = notes.read(note_path)
+        if note.meta.get("source_bank_id"):
+            made[str(note.meta["source_bank_id"])] = (note_path, note)
+    for record_path, data in steps:
+        bank_id = str(data.get("bank_id") or "")
+        try:
+            path, fact = _load(vault, bank_id)
+        except VaultmemError:
+            path = None
+        if bank_id in made and path is not None and not fact.memory:
+            note_path, note = made[bank_id]
+            memory = facts.fact_at(vault, note_path, note)
+            meta = note.meta
+            _mark_approved(vault, path, str(meta["approved_by"]), str(meta["approved_at"]), memory)
+            done.append(f"finished an approval cut short: marked {fact.path} approved")
+        intents.done(record_path)
+    return done
 
 
 def _consolidated_scope(vault: Vault, fact: model.BankFact) -> str:
@@ -239,6 +296,7 @@ def approve(
     """
     who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
     with store.bank_lock(vault):
+        recover(vault)
         path, fact = _load(vault, ref)
         _reviewable(fact)
         decision = approve_one(

@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
 
 from vaultmem.cli.io import emit_json
 from vaultmem.core.config import env_debug
-from vaultmem.core.errors import EXIT_UNEXPECTED, EXIT_USAGE, EXIT_VAULT, VaultmemError
+from vaultmem.core.errors import EXIT_UNEXPECTED, EXIT_USAGE, VaultmemError
 
 
 def split_flags(argv: list[str]) -> tuple[list[str], bool, bool]:
@@ -114,16 +115,21 @@ def guarded(call: Callable[[], object], *, as_json: bool, debug: bool) -> None:
         raise SystemExit(130) from None
     except BrokenPipeError:
         reader_gone()
-    except PermissionError as exc:  # a write that no core function translated
+    except OSError as exc:  # a write that no core function translated (the index's, a lock)
         if debug:
             _print_traceback()
-        fail(
-            EXIT_VAULT,
-            "NotWritableError",
-            f"cannot write {exc.filename}: {exc.strerror}",
-            "the vault (or this file) is read-only; check its permissions",
-            as_json,
-        )
+        from vaultmem.core.fsio import write_error
+
+        known = write_error(Path(exc.filename or "a file"), exc)
+        if type(known) is VaultmemError and not isinstance(exc, PermissionError):
+            fail(
+                EXIT_UNEXPECTED,
+                type(exc).__name__,
+                f"unexpected {type(exc).__name__}: {exc}",
+                "run again with --debug for the traceback, and report it",
+                as_json,
+            )
+        fail(known.exit_code, known.kind, known.message, known.hint, as_json)
     except Exception as exc:
         if _typer_error(exc, as_json):
             return

@@ -354,15 +354,25 @@ def merge(
     "apply",
     epilog=example(
         "vaultmem promote apply --reviewer chiara --dry-run",
-        "vaultmem promote apply --reviewer chiara --yes",
+        "vaultmem promote apply --reviewer chiara --yes --plan p-3f9a2c1d4e5b6a70",
     ),
 )
 def apply_(
     dry_run: DryRunOpt = False,
     yes: Annotated[
         bool,
-        typer.Option("--yes", "-y", help="Carry out everything --dry-run listed, without asking."),
+        typer.Option(
+            "--yes", "-y", help="Carry out the plan --dry-run listed (with --plan), without asking."
+        ),
     ] = False,
+    plan: Annotated[
+        str | None,
+        typer.Option(
+            "--plan",
+            help="The plan id --dry-run printed: carry out exactly that, or nothing.",
+            show_default=False,
+        ),
+    ] = None,
     reviewer: ReviewerOpt = None,
     vault: VaultOpt = None,
     agent: AgentOpt = None,
@@ -388,18 +398,34 @@ def apply_(
         sys.stderr.flush()
         return sys.stdin.readline().strip().lower() in ("y", "yes")
 
+    if yes and plan is None and not dry_run:
+        from vaultmem.core.errors import UsageError
+
+        raise UsageError(
+            "--yes carries out a plan you looked at: pass --plan ID",
+            "run vaultmem promote apply --dry-run and pass the plan id it prints",
+        )
     interactive = sys.stdin.isatty() and not as_json
     confirm = ask if (yes or interactive) else None
     report = do_apply(
-        open_vault(vault), reviewer=reviewer, acting_agent=agent, dry_run=dry_run, confirm=confirm
+        open_vault(vault),
+        reviewer=reviewer,
+        acting_agent=agent,
+        dry_run=dry_run,
+        confirm=confirm,
+        plan=plan if yes else None,
     )
     if as_json:
         emit_json(report.to_dict())
     else:
-        for plan in report.planned:
-            emit("would " + plan.describe())
-        for plan in report.skipped:
-            emit(f"skipped {plan.id} (not confirmed)")
+        for planned in report.planned:
+            emit("would " + planned.describe())
+        if report.dry_run and report.planned:
+            emit(
+                f"plan {report.plan}: carry it out with vaultmem promote apply --yes --plan {report.plan}"
+            )
+        for planned in report.skipped:
+            emit(f"skipped {planned.id} (not confirmed)")
         for d in report.done:
             for message in d.warnings:
                 warn(f"{d.fact.id}: {message}")

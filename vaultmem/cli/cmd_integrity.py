@@ -134,9 +134,9 @@ def verify(
 
     v = open_vault(vault)
     report = do_verify(v, full=full)
-    from vaultmem.app.lifecycle.status import identity_problems, memory_problems
+    from vaultmem.app.lifecycle.status import identity_problems, intent_problems, memory_problems
 
-    other = [p for p in identity_problems(v) + memory_problems(v)]
+    other = [p for p in identity_problems(v) + memory_problems(v) + intent_problems(v)]
     if as_json:
         data = report.to_dict()
         data["notes"] = [p.to_dict() for p in other]
@@ -191,15 +191,18 @@ def repair(
         else:
             emit(f"restored {restored.path} to version {restored.version} ({restored.time})")
         return
+    from vaultmem.app.lifecycle.status import recover_half_done
     from vaultmem.nexus.repair import repair as do_repair
 
-    report = do_repair(open_vault(vault), merge_forks=merge_forks)
+    v = open_vault(vault)
+    finished = recover_half_done(v)
+    report = do_repair(v, merge_forks=merge_forks)
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "half_done": finished})
     else:
-        for action in report.actions:
+        for action in [*finished, *report.actions]:
             emit(action)
-        if not report.actions:
+        if not report.actions and not finished:
             emit("nothing to repair")
         if report.after.problems:
             from vaultmem.cli.output_log import print_verify

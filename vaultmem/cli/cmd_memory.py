@@ -110,20 +110,27 @@ def forget(
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete a fact and its index line for good (the GDPR path). Exit 4 if unknown."""
-    from vaultmem.memory.facts import forget as do_forget
+    """Delete a fact and every copy vaultmem made of it (the GDPR path). Exit 4 if unknown.
 
-    result = do_forget(open_vault(vault), fact_id)
+    Removes the note and its MEMORY.md line, the bank note it was proposed in, the profiles'
+    lines (rebuilt), the search index's copy (rebuilt), receipts and queued sessions quoting
+    it; prints each, and what it cannot remove (git history, signed log entries) with how.
+    """
+    from vaultmem.app.privacy.forget import forget as do_forget
+
+    result = do_forget(open_vault(vault), fact_id, agent=agent)
     if as_json:
-        emit_json(
-            {"forgotten": result.fact.to_dict(), "index_line_removed": result.index_line_removed}
-        )
+        emit_json(result.to_dict())
         return
     emit(f"forgot {result.fact.id} ({result.fact.path})")
-    if not result.index_line_removed:
-        from vaultmem.cli.base import warn
+    for line in result.removed:
+        emit(f"  removed {line}")
+    from vaultmem.cli.base import warn
 
+    if not result.index_line_removed:
         warn("no MEMORY.md line linked to it")
+    for line in result.kept:
+        warn(f"not removed: {line}")
 
 
 @commands.command(epilog=example('vaultmem retract m-1a2b3c4d --why "the deadline moved to May"'))
@@ -139,7 +146,7 @@ def retract(
     """Mark a fact retracted (kept, with the reason) and move its line under 'Retracted'."""
     from vaultmem.memory.facts import retract as do_retract
 
-    fact = do_retract(open_vault(vault), fact_id, why=why)
+    fact = do_retract(open_vault(vault), fact_id, why=why, agent=agent)
     if as_json:
         emit_json(fact.to_dict())
     else:

@@ -30,6 +30,9 @@ ENV_ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
 ENV_ANTHROPIC_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_EDITOR = "EDITOR"
 ENV_CODEX_HOME = "CODEX_HOME"  # where Codex keeps config.toml (default ~/.codex)
+# crash tests only: `step:N` kills this process (SIGKILL) just before its Nth step (a rename,
+# link or durable append); tests/integration/test_crash.py runs real commands at each N
+ENV_CRASH_AT = "VAULTMEM_CRASH_AT"
 
 CONFIG_NAME = "vaultmem.toml"
 
@@ -440,6 +443,13 @@ def env_now() -> datetime | None:
     if since is not None:
         moment += timedelta(seconds=time.time() - since)
     return moment
+
+
+def env_crash_at() -> int | None:
+    """The step to die at (VAULTMEM_CRASH_AT=step:N), for the crash tests."""
+    raw = env(ENV_CRASH_AT) or ""
+    kind, _, n = raw.partition(":")
+    return int(n) if kind == "step" and n.isdigit() else None
 
 
 def env_debug() -> bool:

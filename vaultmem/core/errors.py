@@ -85,6 +85,10 @@ class LockTimeoutError(VaultmemError):
     exit_code = EXIT_LOCK_TIMEOUT
 
 
+class DiskFullError(LockTimeoutError):
+    """The disk (or quota) is full: nothing was written; retry once there is room (exit 6)."""
+
+
 class UnavailableError(VaultmemError):
     """A feature needs something that is not there (an API key, an optional extra)."""
 

@@ -13,7 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
-from vaultmem.core.errors import IntegrityError, NotWritableError, VaultmemError
+from vaultmem.core.errors import DiskFullError, IntegrityError, NotWritableError, VaultmemError
 
 TEMP_PREFIX = ".vaultmem-tmp-"
 # open flag that refuses to follow a symlink in the last component (0 where there is none)
@@ -57,12 +57,36 @@ def write_error(path: Path, exc: OSError) -> VaultmemError:
             f"{path} is a symlink; vaultmem never writes through one",
             "replace the link with the file itself",
         )
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFullError(
+            f"cannot write {path}: the disk is full; nothing was written",
+            "free some space and run the command again (it is safe to retry)",
+        )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return NotWritableError(
             f"cannot write {path}: {exc.strerror}",
             "the vault (or this file) is read-only; check its permissions",
         )
     return VaultmemError(f"cannot write {path}: {exc.strerror}")
+
+
+_renames = 0
+
+
+def _before_rename() -> None:
+    """The crash tests' hook: SIGKILL just before the Nth step (VAULTMEM_CRASH_AT=step:N),
+    a step being a rename, a link or a durable append: the points where a file changes."""
+    global _renames
+    from vaultmem.core.config import env_crash_at
+
+    target = env_crash_at()
+    if target is None:
+        return
+    _renames += 1
+    if _renames == target:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _write_synced(fd: int, data: bytes) -> None:
@@ -88,6 +112,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         if mode is None and path.exists():
             # keep the permissions a person gave the file
             os.chmod(tmp, path.stat().st_mode & 0o7777)
+        _before_rename()
         os.replace(tmp, path)
         fsync_dir(path.parent)
     except OSError as exc:
@@ -158,6 +183,7 @@ def create_exclusive(path: Path, data: str) -> bool:
             os.fsync(fh.fileno())
         try:
             # link() fails if the target appeared meanwhile: never overwrite
+            _before_rename()
             os.link(tmp, path)
         except FileExistsError:
             return False
@@ -175,7 +201,8 @@ def append_durable(path: Path, data: bytes) -> None:
     """Append `data` with one write(), then flush and fsync. Callers hold the lock.
 
     Never through a symlink. A file this call creates gets its folder fsynced too, so the
-    first line of a new journal survives a power cut like every later one.
+    first line of a new journal survives a power cut like every later one. A write that fails
+    part way (a full disk) is cut off again: the file ends where it ended, never torn.
     """
     flags = os.O_WRONLY | os.O_APPEND | NOFOLLOW
     try:
@@ -184,12 +211,30 @@ def append_durable(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             ensure_dir(path.parent)
             fd = os.open(path, flags | os.O_CREAT, 0o644)
-            _write_synced(fd, data)
+            _append_whole(fd, data)
             fsync_dir(path.parent)
             return
-        _write_synced(fd, data)
+        _append_whole(fd, data)
     except OSError as exc:
         raise write_error(path, exc) from exc
+
+
+def _append_whole(fd: int, data: bytes) -> None:
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            _before_rename()  # an append is this file's one step, like a rename
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            raise
+    finally:
+        os.close(fd)
 
 
 def read_text(path: Path, *, what: str = "file") -> str:

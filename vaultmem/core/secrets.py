@@ -13,7 +13,7 @@ a leaked credential; prose ("the password is set in the vault") is left alone.
 from __future__ import annotations
 
 import functools
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,28 +46,98 @@ class Finding:
         return {"kind": self.kind, "line": self.line, "preview": self.preview}
 
 
+# The engine is RE2 (google-re2): it matches with automata, never backtracks, and so runs in
+# time linear in the text for every pattern, the ones here and any added later. Python's `re`
+# backtracks: `finditer` with a pattern that opens on an unbounded class is quadratic even with
+# no nested quantifier (`'_' * 10_000 + ' token'` took 15 s). RE2 has no lookaround, and its
+# submatches cost ~30 µs a match (an NFA pass over the match); so every pattern is matched
+# without groups, and where only part of a match is the secret (written `(?P<v>...)` in the
+# source, for reading and for the test that checks the two agree) a `Value` function finds it
+# in the match with `find`/`strip` (C speed) and makes the checks a lookaround would have.
+# RE2's `\b`, `\d`, `\s` are ASCII: a key next to a non-ASCII letter is still found.
+#
 # Order matters: the first pattern that claims a span wins (anthropic before the generic `sk-`).
-# Group "v", when present, is the secret; otherwise the whole match is. Each pattern has trigger
-# substrings (looked up in the lowercased text): a pattern is compiled and run only when one is
-# present, so the common case (no credential) costs a few `in` tests, not 30 regex compiles.
+# Each pattern has trigger substrings (looked up in the lowercased text): a pattern is compiled
+# and run only when one is present, so the common case (no credential) costs a few `in` tests
+# and no engine at all.
 # Several formats follow detect-secrets' plugins (github.com/Yelp/detect-secrets), which we do
 # not depend on: importing it costs ~120 ms, and `append` runs on every agent turn.
+
+# (the UTF-8 text, match start, match end) -> the secret's (start, end), or None: not a secret
+Value = Callable[[bytes, int, int], "tuple[int, int] | None"]
+_SPACE = b" \t\n\r\f\v"
+_B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_TOKEN = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/-"
+
+
+def _after(seps: bytes, skip: bytes) -> Value:
+    """The secret follows the first of `seps` after the match's first character (which may be
+    a separator standing before the key name), and the `skip` characters after it."""
+
+    def value(data: bytes, start: int, end: int) -> tuple[int, int] | None:
+        found = [i for i in (data.find(bytes([c]), start + 1, end) for c in seps) if i >= 0]
+        if not found:
+            return None
+        at = min(found) + 1
+        return at + len(data[at:end]) - len(data[at:end].lstrip(skip)), end
+
+    return value
+
+
+def _last(count: int) -> Value:
+    return lambda _data, _start, end: (end - count, end)
+
+
+def _token_suffix(data: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """`... bearer TOKEN==`: the run of token characters (and trailing `=`) ending the match."""
+    body = data[start:end].rstrip(b"=")
+    return start + len(body.rstrip(_TOKEN)), end
+
+
+def _bearer(data: bytes, start: int, end: int) -> tuple[int, int] | None:
+    # a bearer token in prose is long and has a digit ("Bearer tokens" is not one)
+    at, end = _token_suffix(data, start, end) or (end, end)
+    return (at, end) if any(48 <= c <= 57 for c in data[at:end]) else None
+
+
+def _bare_aws(data: bytes, start: int, end: int) -> tuple[int, int] | None:
+    # a run of exactly 40, with both cases, a digit and a / or +: a hex digest or a word never
+    # has all of them
+    value, after = data[end - 40 : end], data[end : end + 1]
+    if after and after in _B64_BYTES + b"=":
+        return None
+    has = {kind: False for kind in "lud/"}
+    for c in value:
+        has["l" if 97 <= c <= 122 else "u" if 65 <= c <= 90 else "d" if 48 <= c <= 57 else "/"] = (
+            True
+        )
+    return (end - 40, end) if all(has.values()) else None
+
+
+def _mysql(data: bytes, start: int, end: int) -> tuple[int, int] | None:
+    at = max(data.rfind(bytes([c]), start, end) for c in _SPACE) + 1
+    return at + (11 if data.startswith(b"--password=", at) else 2), end
+
+
+def _url_password(data: bytes, start: int, end: int) -> tuple[int, int] | None:
+    at = data.find(b":", data.find(b"://", start, end) + 3, end) + 1
+    return at, data.find(b"@", at, end)
+
+
 _B64 = r"[A-Za-z0-9+/]"
-_SPECS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
+_KEY_END = r"PRIVATE[ \t\r\n]+KEY(?:[ \t\r\n]+BLOCK)?-----"
+_SPECS: tuple[tuple[str, tuple[str, ...], str] | tuple[str, tuple[str, ...], str, Value], ...] = (
     (
         "private-key",
         ("private", "begin"),
         # the BEGIN line even when split over lines or spaced oddly; to its END line or the end
-        r"-----BEGIN[ \t\r\n]+(?:[A-Z0-9]+[ \t\r\n]+)*PRIVATE[ \t\r\n]+KEY(?:[ \t\r\n]+BLOCK)?-----"
-        r"(?:.*?-----END[ \t\r\n]+(?:[A-Z0-9]+[ \t\r\n]+)*PRIVATE[ \t\r\n]+KEY(?:[ \t\r\n]+BLOCK)?"
-        r"-----|.*\Z)",
-        re.DOTALL,
+        rf"(?s)-----BEGIN[ \t\r\n]+(?:[A-Z0-9]+[ \t\r\n]+)*{_KEY_END}"
+        rf"(?:.*?-----END[ \t\r\n]+(?:[A-Z0-9]+[ \t\r\n]+)*{_KEY_END}|.*\z)",
     ),
     (
         "private-key",
         ("putty-user-key-file",),
-        r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[^\n]*|\Z)",
-        re.DOTALL,
+        r"(?s)PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[^\n]*|\z)",
     ),
     (
         # a key body pasted without its header: DER (MII...) or OpenSSH (b3BlbnNzaC1rZXktdjE)
@@ -75,128 +145,128 @@ _SPECS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
         "private-key",
         ("mii", "b3blbnnzac1rzxktdje"),
         rf"(?:MII|b3BlbnNzaC1rZXktdjE){_B64}{{40,}}(?:\r?\n{_B64}{{40,}}=*)+",
-        0,
     ),
-    ("anthropic-key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
-    ("openai-key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
-    ("stripe-key", ("_live_", "_test_"), r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
+    ("anthropic-key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("openai-key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    ("stripe-key", ("_live_", "_test_"), r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
     (
         "aws-access-key",
         ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
         r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
-        0,
     ),
     (
         "github-token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})",
-        0,
     ),
-    ("gitlab-token", ("glpat-",), r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
-    ("google-api-key", ("aiza",), r"\bAIza[0-9A-Za-z_\-]{35}", 0),
-    ("slack-token", ("xox",), r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
+    ("gitlab-token", ("glpat-",), r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    ("google-api-key", ("aiza",), r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("slack-token", ("xox",), r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     (
         "slack-webhook",
         ("hooks.slack.com",),
         r"https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/\-]{20,}",
-        0,
     ),
     (
         "discord-webhook",
         ("discord",),
         r"https?://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}",
-        0,
     ),
-    ("huggingface-token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}", 0),
-    ("npm-token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b", 0),
-    ("npm-token", ("_authtoken",), r"_authToken\s*=\s*(?P<v>[^\s\"']{8,})", 0),
-    ("sendgrid-key", ("sg.",), r"\bSG\.[A-Za-z0-9_\-]{20,24}\.[A-Za-z0-9_\-]{39,50}", 0),
-    (
-        "jwt",
-        ("eyj",),
-        r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
-        0,
-    ),
+    ("huggingface-token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}"),
+    ("npm-token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("npm-token", ("_authtoken",), r"_authToken\s*=\s*(?P<v>[^\s\"']{8,})", _after(b"=", _SPACE)),
+    ("sendgrid-key", ("sg.",), r"\bSG\.[A-Za-z0-9_\-]{20,24}\.[A-Za-z0-9_\-]{39,50}"),
+    ("jwt", ("eyj",), r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
     (
         "azure-key",
         ("accountkey", "sharedaccesskey"),
         r"(?i)\b(?:AccountKey|SharedAccessKey)\s*=\s*(?P<v>[A-Za-z0-9+/]{20,}={0,2})",
-        0,
+        _after(b"=", _SPACE),
     ),
-    ("azure-sas", ("sig=",), r"[?&]sig=(?P<v>[A-Za-z0-9%+/]{20,}(?:%3D|=){0,2})", 0),
+    (
+        "azure-sas",
+        ("sig=",),
+        r"[?&]sig=(?P<v>[A-Za-z0-9%+/]{20,}(?:%3D|=){0,2})",
+        _after(b"=", b""),
+    ),
     (
         "auth-header",
         ("authorization", "x-api-key", "api-key", "x-auth-token"),
         r"(?i)(?:\bauthorization\s*[:=]\s*[\"']?(?:bearer|basic|token|bot)\s+"
         r"|\b(?:x-api-key|api-key|x-auth-token)\s*[:=]\s*[\"']?)(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)",
-        0,
+        _token_suffix,
     ),
-    (
-        # a bearer token in prose or a curl line: long, and with a digit ("Bearer tokens" is not)
-        "auth-header",
-        ("bearer",),
-        r"(?i)\bbearer\s+(?P<v>(?=[A-Za-z0-9._~+/\-]*\d)[A-Za-z0-9._~+/\-]{16,}=*)",
-        0,
-    ),
+    # a bearer token in prose or a curl line: long, and with a digit (`_bearer`)
+    ("auth-header", ("bearer",), r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)", _bearer),
     (
         "aws-secret-key",
         ("secret",),
         r"(?i)\b(?:aws_?)?secret_?(?:access_?)?key(?:_?id)?\b[\"']?\s*[:=]\s*[\"']?"
         r"(?P<v>[A-Za-z0-9/+=]{40})\b",
-        0,
+        _last(40),
     ),
-    (
-        # a bare AWS secret access key: 40 base64 characters with both cases, a digit and
-        # a / or + (a hex digest or a word never has all of them)
-        "aws-secret-key",
-        ("/", "+"),
-        r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[/+])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
-        r"(?=[A-Za-z0-9/+]*[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
-        0,
-    ),
+    # a bare AWS secret access key: a run of exactly 40 base64 characters with both cases, a
+    # digit and a / or + (a hex digest or a word never has all of them)
+    ("aws-secret-key", ("/", "+"), r"(?:^|[^A-Za-z0-9/+=])(?P<v>[A-Za-z0-9/+]{40})", _bare_aws),
     (
         "password",
         ("mysql", "mariadb"),
         r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s(?:-p|--password=)(?P<v>[^\s\"']{3,})",
-        0,
+        _mysql,
     ),
     (
         "password",
         ("pass", "pwd", "secret", "key", "token"),
-        r"(?i)(?<![A-Za-z0-9])(?:[a-z0-9]*password|[a-z0-9]*passwd|passphrase|[a-z0-9_\-]*_pass"
+        r"(?i)(?:^|[^A-Za-z0-9])(?:[a-z0-9]*password|[a-z0-9]*passwd|passphrase|[a-z0-9_\-]*_pass"
         r"|[a-z0-9_\-]*_?pwd|(?:[a-z0-9_\-]*_)?(?:secret|secret_?key|api_?key|apikey|access_?key"
         r"|access_?token|auth_?token|token|client_?secret|private_?key))\b[\"']?"
-        r"[ \t]*(?:=|:(?=[ \t]*[\"'\S]))[ \t]*"
+        r"[ \t]*[=:][ \t]*"
         r"(?P<v>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"',;)\]}]{4,})",
-        0,
+        _after(b"=:", b" \t"),
     ),
     (
         "url-credentials",
         ("://",),
-        r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<v>[^\s@/]{3,})@[^\s/]+",
-        re.IGNORECASE,
+        r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<v>[^\s@/]{3,})@[^\s/]+",
+        _url_password,
     ),
 )
 
 # invisible characters that can hide a key from a pattern (a zero-width space inside a token)
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
+_INVISIBLE_CHARS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_INVISIBLE = frozenset(map(ord, _INVISIBLE_CHARS))
 
 
 @functools.cache
-def _compiled(index: int) -> re.Pattern[str]:
-    _kind, _triggers, source, flags = _SPECS[index]
-    return re.compile(source, flags)
+def _compiled(index: int) -> Any:
+    import re2  # linear-time matching; imported only when a trigger is present
+
+    # without groups (see `Value`), over UTF-8 bytes (`.` and classes still take whole
+    # characters): the str face of the binding rebuilds offsets for every match
+    return re2.compile(_SPECS[index][2].replace("(?P<v>", "(?:").encode())
 
 
 # values of `password=` that are clearly not secrets: placeholders, references, redactions
-_PLACEHOLDER = r"""^["']?(?:\[redacted[:\]]|\$\{?|<|%\(|\{\{|\*+["']?$|x+["']?$|\.\.\.|…|os\.environ
-    |getenv|env\(|process\.env|none["']?$|null["']?$|true["']?$|false["']?$|required["']?$
-    |changeme["']?$|redacted["']?$|secret["']?$|password["']?$)"""
+_PLACEHOLDER_STARTS = (
+    b"[", b"$", b"<", b"%(", b"{{", b"...", "…".encode(), b"os.environ", b"getenv", b"env(",
+    b"process.env",
+)  # fmt: skip
+_PLACEHOLDER_WORDS = frozenset(
+    b"none null true false required changeme redacted secret password".split()
+)
 
 
-@functools.cache
-def _placeholder() -> re.Pattern[str]:
-    return re.compile(_PLACEHOLDER, re.IGNORECASE | re.VERBOSE)
+def _placeholder(raw: bytes) -> bool:
+    value = raw.lower()
+    if value[:1] in (b'"', b"'"):
+        value = value[1:]
+    if value.startswith(_PLACEHOLDER_STARTS):
+        return True
+    if value[-1:] in (b'"', b"'"):
+        value = value[:-1]
+    return value in _PLACEHOLDER_WORDS or (
+        value != b"" and b"" in (value.strip(b"*"), value.strip(b"x"))
+    )
 
 
 def _mask(secret: str) -> str:
@@ -204,46 +274,136 @@ def _mask(secret: str) -> str:
     return f"{shown}… ({len(secret)} chars)"
 
 
-def _visible(text: str) -> tuple[str, list[int] | None]:
-    """The text without invisible characters, and where each kept character was (None when
-    nothing was removed)."""
-    clean = text.translate(_INVISIBLE)
-    if len(clean) == len(text):
-        return text, None
-    where = [i for i, c in enumerate(text) if ord(c) not in _INVISIBLE]
-    return clean, where
+class _Origin:
+    """Positions in the text without invisible characters, back to positions in the original.
+
+    Asked in increasing order, it walks the original text once, counting what was removed with
+    `str.count` (C speed): linear in the text however many positions are asked for."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.orig = 0  # a position in the original text ...
+        self.clean = 0  # ... and the same character's position in the clean text
+
+    def __call__(self, clean: int) -> int:
+        if clean < self.clean:  # not in increasing order: start again (never in scan)
+            self.orig = self.clean = 0
+        while self.clean < clean:
+            step = clean - self.clean
+            segment = self.text[self.orig : self.orig + step]
+            removed = sum(segment.count(c) for c in _INVISIBLE_CHARS)
+            self.orig += step
+            self.clean += step - removed
+        # skip invisible characters standing at this position
+        while self.orig < len(self.text) and ord(self.text[self.orig]) in _INVISIBLE:
+            self.orig += 1
+        return self.orig
+
+
+# Above this length the trigger substrings are looked up in one RE2 pass, not one `in` each
+# (CPython's substring search is not linear on every input: `'_' * N` slows `in "_live_"`).
+_MANY = 4096
+
+
+@functools.cache
+def _trigger_set() -> tuple[Any, tuple[tuple[int, ...], ...]]:
+    """One RE2 set of every trigger, and for each of them the specs it enables."""
+    import re2
+
+    words = sorted({t for spec in _SPECS for t in spec[1]})
+    found = re2.Set.SearchSet()
+    for word in words:
+        found.Add(re2.escape(word))
+    found.Compile()
+    enables = tuple(tuple(i for i, spec in enumerate(_SPECS) if w in spec[1]) for w in words)
+    return found, enables
+
+
+def _triggered(lower: str) -> list[int]:
+    """The specs whose trigger substrings occur in the (lowercased) text, in spec order."""
+    if len(lower) <= _MANY:
+        return [i for i, spec in enumerate(_SPECS) if any(t in lower for t in spec[1])]
+    found, enables = _trigger_set()
+    return sorted({i for w in found.Match(lower) or () for i in enables[w]})
+
+
+def _without_invisible(text: str) -> str:
+    # one `replace` per character (C, linear); `translate` looks each character up in a dict
+    for char in _INVISIBLE_CHARS:
+        if char in text:
+            text = text.replace(char, "")
+    return text
+
+
+class _Chars:
+    """Byte offsets in the UTF-8 text, asked in increasing order, as character offsets."""
+
+    def __init__(self, data: bytes, ascii_only: bool) -> None:
+        self.data, self.ascii_only = data, ascii_only
+        self.byte = self.char = 0
+
+    def __call__(self, byte: int) -> int:
+        if self.ascii_only:
+            return byte
+        if byte < self.byte:
+            self.byte = self.char = 0
+        self.char += len(self.data[self.byte : byte].decode("utf-8"))
+        self.byte = byte
+        return self.char
 
 
 def scan(text: str) -> list[Finding]:
     """Every credential found in `text`, in order of position, without overlaps.
 
     Invisible characters (zero-width spaces, soft hyphens) are ignored while matching, so a key
-    split by one is still found; the finding covers the original characters.
+    split by one is still found; the finding covers the original characters. Linear in the
+    length of `text` (RE2, and every step around it); callers cap the length before they scan.
     """
-    clean, where = _visible(text)
-    taken: list[tuple[int, int]] = []
+    clean = _without_invisible(text)
+    triggered = _triggered(clean.lower())
+    if not triggered:
+        return []
+    data = clean.encode("utf-8")
+    taken: list[tuple[int, int, str]] = []  # (start, end, kind) in bytes of `data`, sorted
+    for index in triggered:
+        spec = _SPECS[index]
+        kind = spec[0]
+        find_value = spec[3] if len(spec) == 4 else None
+        new: list[tuple[int, int, str]] = []
+        pattern, pos, j = _compiled(index), 0, 0
+        while (match := pattern.search(data, pos)) is not None:
+            start, end = match.span()
+            pos = max(end, start + 1)
+            if find_value is not None:
+                span = find_value(data, start, end)
+                if span is None:
+                    continue
+                start, end = span
+            while j < len(taken) and taken[j][1] <= start:
+                j += 1
+            if j < len(taken) and taken[j][0] < end:
+                if find_value is None:
+                    # an earlier pattern claimed part of this match, and would claim part of
+                    # every match that starts before the claim ends: go on from there
+                    pos = max(pos, taken[j][1])
+                continue
+            if kind == "password" and _placeholder(data[start:end]):
+                continue
+            new.append((start, end, kind))
+        if new:  # two sorted runs: timsort merges them in linear time
+            taken = sorted(taken + new)
     found: list[Finding] = []
-    lower = clean.lower()
-    for index, (kind, triggers, _source, _flags) in enumerate(_SPECS):
-        if not any(t in lower for t in triggers):
-            continue
-        pattern = _compiled(index)
-        for match in pattern.finditer(clean):
-            if "v" in pattern.groupindex and match.group("v") is not None:
-                start, end = match.span("v")
-            else:
-                start, end = match.span()
-            value = clean[start:end]
-            if kind == "password" and (_placeholder().match(value) or value.startswith("[")):
-                continue
-            if any(start < b and a < end for a, b in taken):
-                continue
-            taken.append((start, end))
-            if where is not None:  # back to positions in the original text
-                start, end = where[start], where[end - 1] + 1
-            line = text.count("\n", 0, start) + 1
-            found.append(Finding(kind, start, end, line, _mask(value)))
-    found.sort(key=lambda f: f.start)
+    chars = _Chars(data, len(data) == len(clean))
+    origin = _Origin(text) if len(clean) != len(text) else None
+    line, counted = 1, 0
+    for bstart, bend, kind in taken:
+        start, end = chars(bstart), chars(bend)
+        value = clean[start:end]
+        if origin is not None:  # back to positions in the original text
+            start, end = origin(start), origin(end - 1) + 1
+        line += text.count("\n", counted, start)
+        counted = start
+        found.append(Finding(kind, start, end, line, _mask(value)))
     return found
 
 
@@ -279,12 +439,12 @@ def scrub(
     identifiers: dict[str, str] | None = None,
     what: str = "text",
 ) -> tuple[dict[str, str], list[Finding]]:
-    """Every field of one write, scanned before anything is written.
+    """The one secret policy: every field of one write, scanned before anything is written.
 
     `texts` are redacted (policy "redact") or refused (policy "refuse", exit 8) all together:
     under "refuse" one secret in any field stops the whole write. `identifiers` (a channel, a
-    tag, a section name, a fact's name) cannot carry a `[redacted:...]` marker: a secret there
-    is always refused. Returns the cleaned texts and every finding.
+    tag, a section name, a fact's name, a key) cannot carry a `[redacted:...]` marker: a secret
+    there is refused under every policy. Returns the cleaned texts and every finding.
     """
     check_policy(policy)
     for field, value in (identifiers or {}).items():
@@ -302,7 +462,7 @@ def scrub(
         found = scan(value)
         findings += found
         if found:
-            refused.append(f"{field}: {describe(found)}")
+            refused.append(f"{field}: {describe(found)}" if len(texts) > 1 else describe(found))
         cleaned[field] = redact(value, found) if found else value
     if refused and policy == "refuse":
         raise SecretRefusedError(
@@ -331,19 +491,16 @@ def check_policy(policy: str) -> str:
     return policy
 
 
-def apply_policy(text: str, policy: str, *, what: str = "text") -> tuple[str, list[Finding]]:
-    """Return (text with every secret redacted, findings); raise under policy "refuse".
+def apply_policy(
+    text: str,
+    policy: str,
+    *,
+    what: str = "text",
+    identifiers: dict[str, str] | None = None,
+) -> tuple[str, list[Finding]]:
+    """`scrub` for one text: (the text with every secret redacted, findings), or refused.
 
     The caller warns about the findings (stderr) when the text was redacted.
     """
-    check_policy(policy)
-    findings = scan(text)
-    if not findings:
-        return text, []
-    if policy == "refuse":
-        raise SecretRefusedError(
-            f"the {what} contains what looks like a credential: {describe(findings)}; nothing was written",
-            "remove the secret (store it in a secret manager and refer to it by name); "
-            'or set [secrets] policy = "redact" to write it with the secret redacted',
-        )
-    return redact(text, findings), findings
+    cleaned, findings = scrub(policy, {what: text}, identifiers=identifiers, what=what)
+    return cleaned[what], findings

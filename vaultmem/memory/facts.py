@@ -17,13 +17,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import clock, notes
+from vaultmem.core import clock, intents, notes
 from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
-from vaultmem.core.fsio import atomic_write, create_exclusive
+from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.secrets import Finding, scrub
 from vaultmem.core.vault import Vault
+from vaultmem.memory import gate
 from vaultmem.memory.lines import (
     index_line,
     read_index,
@@ -253,6 +254,14 @@ def _new_id(vault: Vault) -> str:
             return candidate
 
 
+def fact_at(vault: Vault, path: Path, note: notes.Note) -> Fact:
+    return _fact_from(vault, path, note)
+
+
+def index_lock(vault: Vault) -> AbstractContextManager[None]:
+    return _index_lock(vault)
+
+
 def _index_lock(vault: Vault) -> AbstractContextManager[None]:
     return exclusive(lock_path(vault, "memory"), vault.config.log.lock_timeout, what="memory index")
 
@@ -266,11 +275,51 @@ def remember(
     description: str | None = None,
     scope: str = "shared",
     agent: str | None = None,
-    author: str | None = None,
+    supersedes: str | None = None,
+) -> Fact:
+    """`vaultmem remember`: one fact note and its MEMORY.md line, written by who acts.
+
+    A person (no `agent`) writes shared or an agent's memory; an acting agent only its own
+    (`scope="agent"`), and supersedes only facts it wrote there (`memory/gate.py`, exit 8).
+    """
+    scope = choose(Scope, scope, "scope")
+    if agent:
+        agent = vault.require_agent(agent)
+    gate.refuse_shared_write(agent, scope)
+    return write(
+        vault,
+        text,
+        name=name,
+        type_=type_,
+        description=description,
+        scope=scope,
+        agent=agent,
+        author=agent or "person",
+        supersedes=supersedes,
+        acting=agent,
+    )
+
+
+def write(
+    vault: Vault,
+    text: str,
+    *,
+    name: str,
+    type_: str,
+    description: str | None = None,
+    scope: str = "shared",
+    agent: str | None = None,
+    author: str,
     supersedes: str | None = None,
     extra: dict[str, Any] | None = None,
+    acting: str | None = None,
 ) -> Fact:
-    """Write one fact note and its MEMORY.md line; optionally supersede an older fact."""
+    """Write one fact note and its MEMORY.md line; optionally supersede an older fact.
+
+    `agent` owns an agent-scope fact; `author` is who wrote the text; `acting` is the agent
+    acting, if any (the gate: it may supersede only its own facts). Approval calls this with
+    the proposing agent as author, after the reviewer was checked.
+    """
     name = validate_fact_name(name)
     type_ = choose(FactType, type_, "fact type")
     scope = choose(Scope, scope, "scope")
@@ -293,17 +342,20 @@ def remember(
     cleaned, found = scrub(
         vault.config.secrets.policy,
         {"fact": body, "description": desc},
-        identifiers={"fact name": name},
+        identifiers={"fact name": name}
+        | {f"tag {n}": str(t) for n, t in enumerate((extra or {}).get("tags") or (), 1)},
         what="fact",
     )
     body, desc = cleaned["fact"], cleaned["description"]
 
     with _index_lock(vault):
+        recover(vault)
         index_path, index_text = read_index(vault, owner)
         old: tuple[Path, notes.Note] | None = None
         if supersedes:
             old = find_fact(vault, supersedes)
             notes.require_ok(old[1], old[0])
+            gate.check_may_change(vault, acting, old[0], old[1].meta, "supersede")
         folder = vault.memory_dir(owner)
         stamp = clock.stamp()
         fact_id = _new_id(vault)
@@ -314,43 +366,86 @@ def remember(
             "id": fact_id,
             "created": stamp,
             "updated": stamp,
-            "author": author or owner or "person",
+            "author": author,
         }
         if old is not None:
             meta["supersedes"] = str(old[1].meta.get("id") or old[0].stem)
         for key, value in (extra or {}).items():
             meta.setdefault(key, value)
         content = notes.render(meta, f"\n{body}\n")
-        path = create_note(vault, vault.rel(folder), slugify(name), content)
-        if path is None:
-            raise VaultmemError(f"too many facts named {name!r}", "pick a more specific name")
-        try:
-            atomic_write(
-                index_path, with_line_added(index_text, index_line(vault, path, name, desc))
-            )
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
+        record = {"id": fact_id, "created": stamp, "index": vault.rel(index_path)}
         if old is not None:
-            _mark_inactive(
-                vault,
-                old[0],
-                old[1],
-                {"status": "superseded", "superseded_by": fact_id, "updated": stamp},
-                f"superseded by [[{vault.rel(path).removesuffix('.md')}|{name}]] on {stamp[:10]}",
-            )
+            record["supersedes"] = vault.rel(old[0])
+        with intents.intent(vault, "fact", record):
+            path = create_note(vault, vault.rel(folder), slugify(name), content)
+            if path is None:
+                raise VaultmemError(f"too many facts named {name!r}", "pick a more specific name")
+            try:
+                atomic_write(
+                    index_path, with_line_added(index_text, index_line(vault, path, name, desc))
+                )
+            except BaseException:
+                path.unlink(missing_ok=True)
+                raise
+            if old is not None:
+                _supersede(vault, old[0], old[1], fact_id, path, name, stamp)
         return replace(_fact_from(vault, path, notes.read(path)), findings=tuple(found))
 
 
-def _owner_of(vault: Vault, path: Path) -> str | None:
-    parts = vault.rel(path).split("/")
-    return parts[1] if parts[0] == "agents" and len(parts) > 3 else None
+def _supersede(
+    vault: Vault, path: Path, note: notes.Note, by_id: str, by: Path, name: str, stamp: str
+) -> None:
+    _mark_inactive(
+        vault,
+        path,
+        note,
+        {"status": "superseded", "superseded_by": by_id, "updated": stamp},
+        f"superseded by [[{vault.rel(by).removesuffix('.md')}|{name}]] on {stamp[:10]}",
+    )
+
+
+def recover(vault: Vault) -> list[str]:
+    """Finish or undo the fact writes a killed process left half done (`core/intents.py`):
+    a note without its MEMORY.md line is removed (the caller never heard it succeed, and
+    retries); one with its line gets the supersession it still owed. Caller holds the lock."""
+    done: list[str] = []
+    for record_path, data in intents.pending(vault, "fact"):
+        try:
+            done += _recover_one(vault, data)
+        except (VaultmemError, KeyError, TypeError) as exc:
+            done.append(f"could not finish a half-done fact write ({exc}); left as it is")
+        intents.done(record_path)
+    return done
+
+
+def _recover_one(vault: Vault, data: dict[str, Any]) -> list[str]:
+    try:
+        path, note = find_fact(vault, str(data["id"]))
+    except NotFoundError:
+        return []  # the note was never made
+    rel = vault.rel(path)
+    if note.meta.get("id") != data["id"] or note.meta.get("created") != data["created"]:
+        return []  # not the note this record was about
+    _new, line = with_line_removed(
+        read_text(vault.path(data["index"])), str(rel).removesuffix(".md")
+    )
+    if line is None:
+        path.unlink()
+        return [f"undid a remember cut short: removed {rel} (it never got its MEMORY.md line)"]
+    if data.get("supersedes"):
+        old_path = vault.path(str(data["supersedes"]))
+        old = notes.read(old_path)
+        if old.ok and old.meta.get("status") != "superseded":
+            name = str(note.meta.get("name") or path.stem)
+            _supersede(vault, old_path, old, data["id"], path, name, data["created"])
+            return [f"finished a remember cut short: marked {data['supersedes']} superseded"]
+    return []
 
 
 def _mark_inactive(
     vault: Vault, path: Path, note: notes.Note, updates: dict[str, Any], why: str
 ) -> None:
-    owner = _owner_of(vault, path)
+    owner = gate.owner_of(vault, path)
     index_path, index_text = read_index(vault, owner)
     new_text = notes.set_frontmatter(note.text, updates, path=path)
     target = vault.rel(path).removesuffix(".md")
@@ -382,14 +477,16 @@ def mark_superseded(vault: Vault, ref: str, by: Fact) -> Fact:
         return _fact_from(vault, path, notes.read(path))
 
 
-def retract(vault: Vault, ref: str, *, why: str) -> Fact:
-    """Keep the note, mark it retracted, and move its index line under '## Retracted'."""
+def retract(vault: Vault, ref: str, *, why: str, agent: str | None = None) -> Fact:
+    """Keep the note, mark it retracted, and move its index line under '## Retracted'.
+    An acting `agent` may retract only its own facts (exit 8)."""
     reason = one_line(why, 500, "reason")
     if not reason:
         raise UsageError("a retraction needs a reason", "pass --why 'what was wrong'")
     with _index_lock(vault):
         path, note = find_fact(vault, ref)
         notes.require_ok(note, path)
+        gate.check_may_change(vault, agent, path, note.meta, "retract")
         stamp = clock.stamp()
         _mark_inactive(
             vault,
@@ -406,12 +503,14 @@ def retract(vault: Vault, ref: str, *, why: str) -> Fact:
         return _fact_from(vault, path, notes.read(path))
 
 
-def forget(vault: Vault, ref: str) -> ForgetResult:
-    """Delete the note and its index line: the right-to-be-forgotten path."""
+def forget(vault: Vault, ref: str, *, agent: str | None = None) -> ForgetResult:
+    """Delete the note and its index line (`app/privacy/forget.py` removes every other copy).
+    An acting `agent` may forget only its own facts (exit 8)."""
     with _index_lock(vault):
         path, note = find_fact(vault, ref)
+        gate.check_may_change(vault, agent, path, note.meta, "forget")
         fact = _fact_from(vault, path, note)
-        index_path, index_text = read_index(vault, _owner_of(vault, path))
+        index_path, index_text = read_index(vault, gate.owner_of(vault, path))
         new_index, removed = with_line_removed(index_text, vault.rel(path).removesuffix(".md"))
         if removed is not None:
             atomic_write(index_path, new_index)

@@ -82,7 +82,7 @@ def decide(
     cleaned, found = scrub(
         vault.config.secrets.policy,
         {"decision": fold_summary(strip_controls(text)), "rationale": why},
-        identifiers={f"tag {t}": t for t in tags},
+        identifiers={f"tag {n}": t for n, t in enumerate(tags, 1)},
         what="decision",
     )
     text, why = cleaned["decision"], cleaned["rationale"]

@@ -187,6 +187,19 @@ def current_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     return heads
 
 
+def _check_lengths(settings: Any, summary: str, body: str) -> None:
+    if len(summary) > settings.max_summary:
+        raise UsageError(
+            f"the summary is {len(summary)} characters long (at most {settings.max_summary})",
+            "keep the summary to one short line and put the detail in --body",
+        )
+    if len(body) > settings.max_body:
+        raise UsageError(
+            f"the body is {len(body)} characters long (at most {settings.max_body})",
+            "link to a note instead of pasting it, or raise [log] max_body in vaultmem.toml",
+        )
+
+
 def prepare_text(
     vault: Vault,
     summary: str,
@@ -204,6 +217,9 @@ def prepare_text(
     if not summary:
         raise UsageError(f"the {what} summary is empty", "pass a one-line summary")
     body = normalize_body(strip_controls(body))
+    # the caps first: nothing longer than an entry may hold is scanned (or looked at) at all;
+    # and again after redaction, whose markers can be longer than what they replace
+    _check_lengths(settings, summary, body)
     cleaned, found = scrub(
         vault.config.secrets.policy,
         {f"{what} summary": summary, f"{what} body": body},
@@ -211,16 +227,7 @@ def prepare_text(
         what=what,
     )
     summary, body = cleaned[f"{what} summary"], cleaned[f"{what} body"]
-    if len(summary) > settings.max_summary:
-        raise UsageError(
-            f"the summary is {len(summary)} characters long (at most {settings.max_summary})",
-            "keep the summary to one short line and put the detail in --body",
-        )
-    if len(body) > settings.max_body:
-        raise UsageError(
-            f"the body is {len(body)} characters long (at most {settings.max_body})",
-            "link to a note instead of pasting it, or raise [log] max_body in vaultmem.toml",
-        )
+    _check_lengths(settings, summary, body)
     return summary, body, tuple(found)
 
 

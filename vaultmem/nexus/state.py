@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import clock
+from vaultmem.core import clock, intents
 from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.fsio import append_durable, atomic_write, create_exclusive, read_text
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
@@ -157,6 +157,12 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
         raise UsageError(
             f"invalid section name {section!r}", f"one line of at most {MAX_SECTION} characters"
         )
+    limit = vault.config.log.max_body  # a section holds what one log entry's body may
+    if len(text) > limit:
+        raise UsageError(
+            f"the state text is {len(text)} characters long (at most {limit})",
+            "keep a section short and link to a note for the detail",
+        )
     body, warnings = _agent_body(text)
     cleaned, found = scrub(
         vault.config.secrets.policy,
@@ -168,6 +174,7 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
     log.check_can_append(vault, agent)
     path = vault.project_state
     with exclusive(lock_path(vault, "project-state"), vault.config.log.lock_timeout, what="state"):
+        recover(vault)
         if not path.exists():
             from vaultmem.core.templates import template
 
@@ -193,17 +200,11 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
             new_text += "\n"
         record = {"time": clock.stamp(), "agent": agent, "section": section, "raw": old}
         append_durable(_journal(vault), jsonl_line(record))
-        atomic_write(path, new_text.replace("\n", newline))
-    verb = "added" if created else "updated"
-    entry = log.append(
-        vault,
-        agent,
-        f"project state: {verb} section '{section}'",
-        channel="state",
-        type_="state",
-        body=body,
-        extra={"section": section},
-    ).entry
+        verb = "added" if created else "updated"
+        step = {"agent": agent, "section": section, "verb": verb, "body": body}
+        with intents.intent(vault, "state", {**step, "time": record["time"]}):
+            atomic_write(path, new_text.replace("\n", newline))
+            entry = _log_change(vault, step)
     return StateChange(section, created, vault.rel(path), entry, tuple(found), tuple(warnings))
 
 
@@ -216,6 +217,47 @@ class StateRestore:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def _log_change(vault: Vault, step: dict[str, Any]) -> Any:
+    return log.append(
+        vault,
+        step["agent"],
+        f"project state: {step['verb']} section '{step['section']}'",
+        channel="state",
+        type_="state",
+        body=step["body"],
+        extra={"section": step["section"]},
+    ).entry
+
+
+def recover(vault: Vault) -> list[str]:
+    """Log the state changes a killed process wrote without their `state` entry (it was cut
+    between the two): the section is in the file, so its entry is owed. Caller holds the lock."""
+    from vaultmem.nexus.reading import iter_reverse
+
+    done = []
+    for record_path, data in intents.pending(vault, "state"):
+        logged = False
+        for n, e in enumerate(iter_reverse(vault.live_context)):
+            if n > 500 or e.time < str(data.get("time")):
+                break
+            if e.agent == data.get("agent") and e.extra.get("section") == data.get("section"):
+                logged = e.type == "state"
+                break
+        if not logged and _section_is(vault, str(data.get("section")), str(data.get("body"))):
+            _log_change(vault, data)
+            done.append(f"logged the state change cut short: section '{data.get('section')}'")
+        intents.done(record_path)
+    return done
+
+
+def _section_is(vault: Vault, section: str, body: str) -> bool:
+    try:
+        text = read_text(vault.project_state, what="project state")
+    except FileNotFoundError:
+        return False
+    return any(t.strip() == section and b.strip() == body.strip() for t, b in state_sections(text))
 
 
 def restore_state(vault: Vault, version: int) -> StateRestore:

@@ -22,8 +22,8 @@ from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError
 from vaultmem.search import engine
 from vaultmem.search.documents import Kind
+from vaultmem.search.terms import TOKEN as _TOKEN
 
-_TOKEN = re.compile(r'(?:(\w+):)?"([^"]*)"?|(\S+)')
 FILTER_FIELDS = {
     "kind": "kinds",
     "type": "types",

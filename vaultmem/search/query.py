@@ -19,6 +19,7 @@ from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.search import engine, refresh
 from vaultmem.search.filters import RecallFilters, parse_query
+from vaultmem.search.terms import cap_query
 
 __all__ = ["Hit", "RecallFilters", "RecallResult", "parse_query", "recall"]
 
@@ -294,6 +295,7 @@ def recall(
         raise UsageError(
             "recall needs a question or some words", 'e.g. vaultmem recall "stripe webhooks"'
         )
+    query, cut = cap_query(query)
     if options:
         base = {k: v for k, v in (filters or RecallFilters()).__dict__.items()}
         filters = RecallFilters.of(**{**base, **options})
@@ -319,8 +321,8 @@ def recall(
                 f"search only (run `vaultmem index --semantic --vault {vault.root}` once; later "
                 "edits are embedded by recall itself)",
             )
-    if notes:
-        fresh = _with_warnings(fresh, notes)
+    if notes or cut:
+        fresh = _with_warnings(fresh, (*notes, *cut))
 
     def run() -> list[Hit]:
         return _search(

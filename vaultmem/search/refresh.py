@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core.errors import LockTimeoutError
+from vaultmem.core.errors import (
+    DiskFullError,
+    LockTimeoutError,
+    NotWritableError,
+    VaultmemError,
+)
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, release, try_exclusive
 from vaultmem.core.vault import Vault
@@ -363,7 +368,19 @@ def _usable(manifest: Manifest | None, vault: Vault) -> bool:
     )
 
 
-def refresh(
+def refresh(vault: Vault, **kw: Any) -> Freshness:
+    """`_refresh`; on a read-only vault or a full disk, the index as it is, saying so."""
+    try:
+        return _refresh(vault, **kw)
+    except (NotWritableError, DiskFullError, PermissionError) as exc:
+        manifest = load_manifest(vault)
+        if kw.get("rebuild") or manifest is None or not _usable(manifest, vault):
+            raise
+        why = f"{exc.message if isinstance(exc, VaultmemError) else exc}: searched the index as is"
+        return _freshness(manifest, time.perf_counter(), stale=True, warnings=(why,))
+
+
+def _refresh(
     vault: Vault,
     *,
     wait: float | None = 0.0,

@@ -306,15 +306,21 @@ def render_body(
 
 
 def clean_statements(
-    vault: Vault, statements: list[Statement]
+    vault: Vault, statements: list[Statement], allowed: set[str] | None = None
 ) -> tuple[list[Statement], list[Any]]:
-    """Every statement through the secret scanner (redact, or refuse: exit 8), one line each."""
+    """Every statement escaped (`parts.plain`), through the secret scanner (redact, or refuse:
+    exit 8), one line each; citations of ids outside `allowed` (the period's entries) dropped,
+    and a statement left citing nothing dropped with them: checked before anything is written."""
+    from vaultmem.app.condense.parts import plain
     from vaultmem.core.secrets import scrub
-    from vaultmem.nexus.entry import fold_summary, strip_controls
 
-    texts = {
-        f"statement {i}": fold_summary(strip_controls(s.text)) for i, s in enumerate(statements)
-    }
+    if allowed is not None:
+        statements = [
+            Statement(s.section, s.text, tuple(i for i in s.ids if i in allowed))
+            for s in statements
+        ]
+        statements = [s for s in statements if s.ids]
+    texts = {f"statement {i}": plain(s.text) for i, s in enumerate(statements)}
     cleaned, found = scrub(vault.config.secrets.policy, texts, what="digest")
     out = []
     for i, s in enumerate(statements):
@@ -419,7 +425,7 @@ def digest(
             statements = model_statements(vault, sess, period, entries, skipped)
         else:
             statements = offline_statements(entries, cap=vault.config.digest.max_items)
-        statements, found = clean_statements(vault, statements)
+        statements, found = clean_statements(vault, statements, {e.id for e in entries})
         redactions += found
         body = render_body(period, entries, statements, mode)
         meta = digests.new_meta(period, entries, made_by=mode, writer=writer)

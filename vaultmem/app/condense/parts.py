@@ -7,6 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+
+def plain(text: str) -> str:
+    """Model (or agent) text as one line of a condensed note, escaped like a log entry's: no
+    control characters, no `<!--` (it would hide the rest of the note in Obsidian) and no
+    `[[` (a link the model wrote could pass for a citation)."""
+    from vaultmem.nexus.entry import escape_inline, fold_summary, strip_controls
+
+    return escape_inline(fold_summary(strip_controls(text))).replace("[[", "[\\[")
+
+
 # --- digests ----------------------------------------------------------------------------------
 
 SECTIONS: dict[str, str] = {

@@ -226,11 +226,17 @@ def read_profile(vault: Vault, agent: str | None) -> tuple[Path, notes.Note] | N
     return path, notes.parse(read_text(path, what="profile"))
 
 
-def clean(vault: Vault, lines: list[Line]) -> list[Line]:
+def clean(vault: Vault, lines: list[Line], allowed: set[str] | None = None) -> list[Line]:
+    """Every line escaped (`parts.plain`) and scrubbed; citations of ids outside `allowed` (the
+    sources) dropped, and a line left citing nothing with them: before anything is written."""
+    from vaultmem.app.condense.parts import plain
     from vaultmem.core.secrets import scrub
-    from vaultmem.nexus.entry import fold_summary, strip_controls
 
-    texts = {f"line {i}": fold_summary(strip_controls(ln.text)) for i, ln in enumerate(lines)}
+    if allowed is not None:
+        lines = [Line(ln.group, ln.text, tuple(i for i in ln.ids if i in allowed)) for ln in lines]
+        lines = [ln for ln in lines if ln.ids]
+
+    texts = {f"line {i}": plain(ln.text) for i, ln in enumerate(lines)}
     cleaned, _found = scrub(vault.config.secrets.policy, texts, what="profile")
     return [Line(ln.group, cleaned[f"line {i}"][:LINE_CHARS], ln.ids) for i, ln in enumerate(lines)]
 
@@ -269,7 +275,7 @@ def build(
     else:
         lines = offline_lines(vault, found, now or clock.now())
         made_by = "offline"
-    lines = clean(vault, lines)
+    lines = clean(vault, lines, {s.id for s in found})
     meta = {
         "scope": scope,
         "built": clock.stamp(),

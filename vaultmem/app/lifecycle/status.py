@@ -99,6 +99,37 @@ def memory_problems(vault: Vault) -> list[Problem]:
     return problems
 
 
+def intent_problems(vault: Vault) -> list[Problem]:
+    """Multi-file writes a killed process left half done (`core/intents.py`)."""
+    from vaultmem.core import intents
+
+    return [
+        Problem(
+            vault.rel(path),
+            "half-done",
+            f"a {data['kind']} write was cut short ({data.get('note') or data.get('bank') or data.get('section') or ''}); "
+            "vaultmem repair (or the next such command) finishes or undoes it",
+        )
+        for path, data in intents.pending(vault)
+    ]
+
+
+def recover_half_done(vault: Vault) -> list[str]:
+    """Finish or undo every half-done multi-file write, each under its own lock."""
+    from vaultmem.bank import review, store
+    from vaultmem.core.locking import exclusive, lock_path
+    from vaultmem.nexus import rotate, state
+
+    done = rotate.recover(vault)
+    with facts.index_lock(vault):
+        done += facts.recover(vault)
+    with store.bank_lock(vault):
+        done += review.recover(vault)
+    with exclusive(lock_path(vault, "project-state"), vault.config.log.lock_timeout, what="state"):
+        done += state.recover(vault)
+    return done
+
+
 def identity_problems(vault: Vault) -> list[Problem]:
     problems = []
     for agent in vault.known_agents():

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.pack.sections import Item, Section, fence
+from vaultmem.app.pack.sections import IDENTITY_CHARS, Item, Section, cut, fence
 from vaultmem.app.pack.window import log_sections
 from vaultmem.core import notes
 from vaultmem.core.errors import IntegrityError, NotWritableError, VaultmemError
@@ -127,7 +127,8 @@ def identity_section(vault: Vault, agent: str) -> Section:
         raise IntegrityError(
             f"{path}: {note.error}", "fix the identity file's frontmatter between the '---' lines"
         )
-    return Section("identity", f"Identity of {agent}", note.body.strip(), note.meta, rel, 0)
+    body = cut(note.body.strip(), IDENTITY_CHARS, rel)
+    return Section("identity", f"Identity of {agent}", body, note.meta, rel, 0)
 
 
 def memory_index_section(vault: Vault, agent: str | None) -> Section | None:
@@ -144,7 +145,7 @@ def memory_index_section(vault: Vault, agent: str | None) -> Section | None:
     return Section(
         key,
         title,
-        text,
+        fence(text),  # its descriptions are agents' text (their own facts, approved proposals)
         {"path": rel, "entries": lines},
         rel,
         60 if agent is None else 55,
@@ -206,6 +207,7 @@ def checkpoint_section(vault: Vault, agent: str) -> Section | None:
     if cp.next:
         parts.append("Next steps:\n" + "\n".join(f"- {s}" for s in cp.next))
     text = "\n\n".join(p for p in parts if p)
+    text = cut(text, IDENTITY_CHARS, cp.path)
     return Section("checkpoint", "Your checkpoint", text, cp.to_dict(), cp.path, 20)
 
 

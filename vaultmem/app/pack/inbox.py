@@ -14,7 +14,7 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from vaultmem.app.pack.sections import Section, fence
+from vaultmem.app.pack.sections import SUMMARY_CHARS, Section, cut, fence
 from vaultmem.core import clock
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import coord
@@ -34,7 +34,8 @@ def entry_head(e: Entry) -> str:
     to = f"{ARROW.strip()} {', '.join(e.to)}" if e.to else ""
     what = f"{e.type} {to}".strip()
     ref = f" = decision {e.extra['decision']}" if isinstance(e.extra.get("decision"), str) else ""
-    return f"[{e.id}{ref}] {e.time[:16]}Z {e.agent} · {e.channel} · {what}: {e.summary}"
+    summary = cut(e.summary, SUMMARY_CHARS, f"vaultmem log --since {e.id}")
+    return f"[{e.id}{ref}] {e.time[:16]}Z {e.agent} · {e.channel} · {what}: {summary}"
 
 
 def _body(e: Entry, limit: int) -> str:

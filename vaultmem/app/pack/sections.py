@@ -84,8 +84,23 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def fence(text: str) -> str:
+# What one part of a pack may hold at most: a forged 10 MB summary or a 50 MB IDENTITY.md is
+# cut, with a marker saying where the rest is, before it floods the pack (and the prompt).
+FENCED_CHARS = 24_000  # one fenced block of agents' text
+IDENTITY_CHARS = 12_000  # IDENTITY.md, a checkpoint
+SUMMARY_CHARS = 400  # one log entry's summary line (the log caps new ones at [log] max_summary)
+
+
+def cut(text: str, limit: int, where: str) -> str:
+    """`text`, or its first `limit` characters and a marker naming where the rest is."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} …(cut: {len(text) - limit} more characters; see {where})"
+
+
+def fence(text: str, where: str = "the file") -> str:
     """Fence text as data, with a fence longer than any tilde run the text starts a line with."""
+    text = cut(text, FENCED_CHARS, where)
     runs = (ln.lstrip() for ln in text.splitlines())
     longest = max((len(ln) - len(ln.lstrip("~")) for ln in runs), default=0)
     bar = "~" * max(4, longest + 1)

@@ -1,0 +1,49 @@
+"""Every reader is bounded: a forged 10 MB summary, a 50 MB IDENTITY.md or a 500-word query
+cannot flood a pack or make recall walk every posting list (issue 22)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests._cli import run_cli
+from tests._layer3_helpers import make_keys, set_toml
+from vaultmem.search.terms import MAX_TERMS as MAX_QUERY_TERMS
+from vaultmem.search.terms import cap_query
+
+
+def test_a_huge_identity_is_cut_in_the_pack_with_a_marker(vault: Path) -> None:
+    identity = vault / "agents" / "ella" / "IDENTITY.md"
+    identity.write_text(identity.read_text() + "\n" + "flood " * 2_000_000, encoding="utf-8")
+    res = run_cli("read", "--agent", "ella", "--budget", "2000", "--vault", str(vault))
+    assert res.exit_code == 0, res.stderr
+    assert len(res.stdout) < 40_000
+    assert "…(cut:" in res.stdout and "agents/ella/IDENTITY.md" in res.stdout
+
+
+def test_a_huge_summary_and_body_are_cut_in_the_pack(vault: Path) -> None:
+    """The longest summary and body a vault may be set to allow: the pack shows each entry's
+    first characters and where the rest is."""
+    make_keys(vault, "ella", "lyra")
+    set_toml(vault, "log", "max_summary", "10000")
+    set_toml(vault, "log", "max_body", "10000000")
+    res = run_cli(
+        "append", "forged " * 1400, "--body", "-", "--type", "note", "--agent", "lyra",
+        "--vault", str(vault), stdin="flood " * 1_000_000,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    res = run_cli("read", "--agent", "ella", "--vault", str(vault))
+    assert res.exit_code == 0, res.stderr
+    assert len(res.stdout) < 40_000 and res.stdout.count("…(cut") >= 2
+
+
+def test_query_terms_are_capped_with_a_warning(vault: Path) -> None:
+    words = " ".join(f"word{n}" for n in range(500))
+    capped, warning = cap_query(words)
+    assert len(capped.split()) == MAX_QUERY_TERMS and warning
+    assert cap_query("two words") == ("two words", ())
+    res = run_cli("recall", words, "--json", "--vault", str(vault))
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert any("query was cut" in w for w in data["index"]["warnings"])
+    assert len(data["query"].split()) == MAX_QUERY_TERMS
