@@ -18,6 +18,10 @@ EXAMPLE = REPO / "example-vault"
 
 def copy_example(dest: Path) -> Path:
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".vaultmem"))
+    # keyword recall unless a test chooses a model (tests/_semantic.use_model): the dev extra
+    # installs the semantic runtime, whose default model would make every recall hybrid
+    with open(dest / "vaultmem.toml", "a", encoding="utf-8") as fh:
+        fh.write('\n[recall]\nmode = "keyword"\n')
     return dest
 
 

@@ -216,7 +216,7 @@ def test_bad_bytes_empty_and_binary_files(vault: Path) -> None:
 
 def test_huge_file_indexes_a_bounded_prefix(vault: Path) -> None:
     cfg = vault / "vaultmem.toml"
-    cfg.write_text(cfg.read_text() + "\n[recall]\nmax_file_bytes = 20000\n")
+    cfg.write_text(cfg.read_text() + "max_file_bytes = 20000\n")  # into [recall], the last table
     filler = "lorem ipsum dolor sit amet\n" * 2000  # ~54 kB
     _write(vault, "wiki/huge.md", "# Huge\nearly capybara\n" + filler + "late axolotl\n")
     assert _paths(vault, "capybara") == ["wiki/huge.md"]
@@ -365,7 +365,7 @@ def test_a_log_bigger_than_max_file_bytes_is_indexed_to_its_newest_entry(vault: 
     from vaultmem.nexus import log
 
     cfg = vault / "vaultmem.toml"
-    cfg.write_text(cfg.read_text() + "\n[recall]\nmax_file_bytes = 1024\n", encoding="utf-8")
+    cfg.write_text(cfg.read_text() + "max_file_bytes = 1024\n", encoding="utf-8")  # into [recall]
     v = make_keys(vault, "ella")
     for i in range(30):
         log.append(v, "ella", f"entry {i} of a long log")

@@ -14,7 +14,7 @@ from vaultmem.core.errors import LockTimeoutError, UsageError
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault
 from vaultmem.search import manifest, refresh
-from vaultmem.search.query import parse_query, recall
+from vaultmem.search.query import RecallFilters, parse_query, recall
 
 
 def _v(path: Path) -> Vault:
@@ -117,20 +117,65 @@ def test_empty_vault_has_no_hits(tmp_path: Path) -> None:
 
 def test_parse_query_splits_words_phrases_and_filters() -> None:
     q = parse_query('stripe "walk-in reserve" kind:memory tag:#gym title:capacity under:wiki/')
-    assert q.words == ("stripe",) and q.phrases == ("walk-in reserve",)
+    # a quoted phrase ranks (its words count as words too); it is not required
+    assert q.words == ("stripe", "walk-in", "reserve") and q.soft_phrases == ("walk-in reserve",)
+    assert q.phrases == ()
     assert q.kinds == ("memory",) and q.tags == ("gym",) and q.under == ("wiki",)
     assert q.field_words == (("title", "capacity"),)
+    strict = parse_query('stripe "walk-in reserve"', RecallFilters(strict=True))
+    assert strict.phrases == ("walk-in reserve",) and strict.words == ("stripe",)
+    assert parse_query('phrase:"walk-in reserve"').phrases == ("walk-in reserve",)
     with pytest.raises(UsageError):
-        parse_query("x", kind="nonsense")
+        parse_query("x", RecallFilters(kind="nonsense"))
     with pytest.raises(UsageError):
-        parse_query("x", since="last tuesday")
+        parse_query("x", RecallFilters(since="last tuesday"))
 
 
-def test_phrase_queries_need_the_words_together(vault: Path) -> None:
+def test_recall_filters_are_one_value_from_every_face() -> None:
+    from vaultmem.search.documents import Kind
+
+    f = RecallFilters.of(kind=Kind.MEMORY, type_="decision", under="wiki", strict=True)
+    assert f == RecallFilters(kind="memory", type="decision", under="wiki", strict=True)
+    with pytest.raises(TypeError, match="unknown recall filter"):
+        RecallFilters.of(colour="blue")
+
+
+def test_strict_phrases_need_the_words_together(vault: Path) -> None:
     _write(vault, "wiki/apart.md", "# Apart\n\nThe reserve was checked; walk-ins later.\n")
-    together = _paths(vault, '"walk-in reserve"')
-    assert "wiki/Glossary.md" in together and "wiki/apart.md" not in together
+    for together in (
+        _paths(vault, '"walk-in reserve"', strict=True),
+        _paths(vault, 'phrase:"walk-in reserve"'),
+    ):
+        assert "wiki/Glossary.md" in together and "wiki/apart.md" not in together
     assert "wiki/apart.md" in _paths(vault, "walk-in reserve")
+
+
+def test_a_quoted_title_in_a_question_ranks_first_and_never_empties(vault: Path) -> None:
+    """Issue 24: "Would Melanie likely enjoy the song "The Four Seasons" by Vivaldi?" got 0
+    hits, because a quoted phrase was a hard filter even when no note held it."""
+    _write(vault, "wiki/music.md", "# Music\n\nMelanie loves classical music, Vivaldi most.\n")
+    _write(
+        vault,
+        "wiki/seasons.md",
+        "# Playlist\n\nThe team played The Four Seasons at the party; seasons change.\n",
+    )
+    _write(
+        vault,
+        "wiki/four.md",
+        "# Four\n\nVivaldi wrote four concertos, one a season; Melanie sang four songs.\n",
+    )
+    question = 'Would Melanie likely enjoy the song "The Four Seasons" by Vivaldi?'
+    hits = _paths(vault, question)
+    assert hits[0] == "wiki/seasons.md"  # the only note holding the phrase
+    assert {"wiki/music.md", "wiki/four.md"} <= set(hits)  # the others still rank
+    assert _paths(vault, 'Would Melanie enjoy "The Winter Concerto" by Vivaldi?')  # held nowhere
+    assert _paths(vault, 'Melanie "The Winter Concerto"', strict=True) == []
+    assert _paths(vault, 'Melanie phrase:"The Winter Concerto"') == []
+    # the command line: quoted text ranks by default, --strict filters
+    res = run_cli("recall", question, "--json", "--vault", str(vault))
+    assert res.exit_code == 0 and json.loads(res.stdout)["hits"][0]["path"] == "wiki/seasons.md"
+    res = run_cli("recall", '"The Winter Concerto"', "--strict", "--json", "--vault", str(vault))
+    assert res.exit_code == 0 and json.loads(res.stdout)["hits"] == []
 
 
 def test_filters_kind_type_under_since_tag_and_field(vault: Path) -> None:
@@ -333,7 +378,9 @@ def test_a_note_with_every_word_outranks_one_word_in_a_title(vault: Path) -> Non
     assert _paths(vault, "zorblax quentify")[0] == "wiki/answer.md"
     _write(vault, "wiki/answer3.md", f"# Notes\n{filler} zorblax {filler} quentify malvoro\n")
     assert _paths(vault, "zorblax quentify malvoro")[0] == "wiki/answer3.md"
-    assert _paths(vault, '"zorblax quentify"') == []  # the phrase itself is nowhere
+    # the phrase itself is nowhere: strict finds nothing, a plain quote still ranks the words
+    assert _paths(vault, '"zorblax quentify"', strict=True) == []
+    assert _paths(vault, '"zorblax quentify"')[0] == "wiki/answer.md"
 
 
 @pytest.mark.parametrize("query", ["", "   "])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,6 @@ pytest.importorskip("safetensors")
 
 from tests._cli import run_cli  # noqa: E402
 from tests._semantic import make_model, use_model  # noqa: E402
-from vaultmem.core.errors import UnavailableError  # noqa: E402
 from vaultmem.core.vault import Vault  # noqa: E402
 from vaultmem.search import embedder, vectors  # noqa: E402
 from vaultmem.search.query import recall  # noqa: E402
@@ -59,6 +59,37 @@ def test_paraphrase_with_no_shared_word_is_found_in_hybrid_not_keyword(sem_vault
     assert _paths(sem_vault, "physician", mode="semantic")[0] == "wiki/health.md"
     # the default ("auto") is hybrid once the extra is installed and the model is there
     assert recall(Vault.open(sem_vault), "automobile").mode == "hybrid"
+
+
+def test_auto_never_embeds_a_large_vault_inside_a_recall(
+    vault: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embedding every document takes minutes with a transformer: "auto" embeds a small vault
+    in its first recall, and searches a larger one by keyword (saying which command embeds
+    it) until the store exists; edits are then embedded by recall itself."""
+    from vaultmem.search import query
+
+    use_model(vault, model)
+    monkeypatch.setattr(query, "AUTO_EMBED_FILES", 100)
+    small = recall(Vault.open(vault), "automobile")  # 34 files: embedded right away
+    assert small.mode == "hybrid" and small.index.embedded > 10
+    monkeypatch.setattr(query, "AUTO_EMBED_FILES", 10)
+    big = vault.parent / "big"
+    shutil.copytree(vault, big, ignore=shutil.ignore_patterns(".vaultmem"))
+    res = run_cli("recall", "automobile", "--json", "--vault", str(big))
+    assert res.exit_code == 0 and json.loads(res.stdout)["mode"] == "keyword"
+    assert f"vaultmem index --semantic --vault {big}" in res.stderr
+    assert vectors.load_manifest(Vault.open(big)) is None  # nothing embedded
+    assert run_cli("index", "--semantic", "--vault", str(big)).exit_code == 0
+    _write(big, "wiki/health.md", "# Health\nThe physician moved the appointment.\n")
+    again = recall(Vault.open(big), "physician")
+    assert again.mode == "hybrid" and again.index.embedded == 1
+    assert again.hits[0].path == "wiki/health.md"
+    # an empty vault has nothing to embed and nothing to warn about
+    empty = vault.parent / "empty"
+    empty.mkdir()
+    (empty / "vaultmem.toml").write_text('language = "en"\n', encoding="utf-8")
+    assert recall(Vault.open(empty), "anything").index.warnings == ()
 
 
 def test_only_the_edited_file_is_embedded_again(sem_vault: Path) -> None:
@@ -124,7 +155,10 @@ def test_filters_and_required_phrases_hold_for_semantic_hits(sem_vault: Path) ->
     )
     hits = _paths(sem_vault, "automobile", mode="semantic", under="wiki")
     assert hits and all(p.startswith("wiki/") for p in hits)
-    assert _paths(sem_vault, 'automobile "okapi"', mode="semantic") == []
+    assert _paths(sem_vault, 'automobile phrase:"okapi"', mode="semantic") == []
+    assert _paths(sem_vault, 'automobile "okapi"', mode="semantic", strict=True) == []
+    # a soft phrase no note holds leaves the semantic hits alone
+    assert "wiki/garage.md" in _paths(sem_vault, 'automobile "okapi"', mode="semantic")
 
 
 @pytest.mark.slow
@@ -207,8 +241,8 @@ def test_store_is_small_and_stays_inside_the_vault(sem_vault: Path, tmp_path: Pa
     assert list(outside.iterdir()) == []
 
 
-def test_a_bert_folder_is_distilled_once_into_a_static_model(tmp_path: Path) -> None:
-    """A tiny random BERT in the sentence-transformers layout: distilled, kept, reloaded."""
+def _tiny_bert(folder: Path) -> Path:
+    """A tiny random BERT in the sentence-transformers layout."""
     from safetensors.numpy import save_file
     from tokenizers import Tokenizer, models, pre_tokenizers
 
@@ -242,30 +276,115 @@ def test_a_bert_folder_is_distilled_once_into_a_static_model(tmp_path: Path) -> 
         for ln in ("attention.output.LayerNorm", "output.LayerNorm"):
             w[p + ln + ".weight"] = np.ones(hidden, np.float32)
             w[p + ln + ".bias"] = np.zeros(hidden, np.float32)
-    bert = tmp_path / "tiny-bert"
-    bert.mkdir()
-    save_file(w, str(bert / "model.safetensors"))
-    (bert / "tokenizer.json").write_text(tok.to_str(), encoding="utf-8")
-    (bert / "config.json").write_text(
+    folder.mkdir()
+    save_file(w, str(folder / "model.safetensors"))
+    (folder / "tokenizer.json").write_text(tok.to_str(), encoding="utf-8")
+    (folder / "config.json").write_text(
         json.dumps({"num_attention_heads": 2, "num_hidden_layers": layers}), encoding="utf-8"
     )
+    return folder
+
+
+def _reference_forward(w: dict[str, object], cfg: dict[str, object], ids: object) -> object:
+    """BERT as the papers write it: per-example 3-D products (einsum), for comparison."""
+    from vaultmem.search.distil import _gelu, _layer_norm
+
+    eps = 1e-12
+    x = (
+        w["embeddings.word_embeddings.weight"][ids]  # type: ignore[index]
+        + w["embeddings.position_embeddings.weight"][: ids.shape[1]][None]  # type: ignore[index, attr-defined]
+        + w["embeddings.token_type_embeddings.weight"][0]  # type: ignore[index]
+    )
+    x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
+    heads = int(cfg["num_attention_heads"])  # type: ignore[call-overload]
+    width = x.shape[-1] // heads
+    b, n = ids.shape  # type: ignore[attr-defined]
+    for layer in range(int(cfg["num_hidden_layers"])):  # type: ignore[call-overload]
+        p = f"encoder.layer.{layer}."
+
+        def lin(h: object, name: str, p: str = p) -> object:
+            return np.einsum("bld,od->blo", h, w[p + name + ".weight"]) + w[p + name + ".bias"]  # type: ignore[operator]
+
+        q, k, v = (
+            lin(x, f"attention.self.{m}").reshape(b, n, heads, width)  # type: ignore[attr-defined]
+            for m in ("query", "key", "value")
+        )
+        att = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(width)
+        att = np.exp(att - att.max(-1, keepdims=True))
+        att /= att.sum(-1, keepdims=True)
+        ctx = np.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, n, heads * width)
+        x = _layer_norm(
+            x + lin(ctx, "attention.output.dense"),
+            w[p + "attention.output.LayerNorm.weight"],
+            w[p + "attention.output.LayerNorm.bias"],
+            eps,
+        )
+        x = _layer_norm(
+            x + lin(_gelu(lin(x, "intermediate.dense")), "output.dense"),
+            w[p + "output.LayerNorm.weight"],
+            w[p + "output.LayerNorm.bias"],
+            eps,
+        )
+    return x
+
+
+def test_the_2d_forward_pass_computes_what_bert_computes(tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    from vaultmem.search.distil import bert_forward
+
+    bert = _tiny_bert(tmp_path / "tiny-bert")
+    w = load_file(str(bert / "model.safetensors"))
+    cfg = json.loads((bert / "config.json").read_text(encoding="utf-8"))
+    ids = np.array([[2, 4, 3], [2, 7, 3], [2, 5, 6]])
+    ours = bert_forward(w, cfg, ids, np.ones_like(ids))
+    assert ours.shape == (3, 3, 8)
+    assert float(np.abs(ours - _reference_forward(w, cfg, ids)).max()) < 1e-5
+
+
+def test_a_bert_folder_is_refused_at_recall_and_distilled_only_when_asked(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Recall never distils: it exits 7 with the command that does; that command shows its
+    progress with a unit and an ETA, and its output is a model recall then uses."""
+    bert = _tiny_bert(tmp_path / "tiny-bert")
+    use_model(vault, bert)
     assert not embedder.ready(str(bert))
-    with pytest.raises(UnavailableError):
-        embedder.resolve(str(bert), build=False)
-    seen: list[tuple[int, int]] = []
-    folder, source = embedder.resolve(str(bert), progress=lambda d, t: seen.append((d, t)))
-    assert "distilled from the local folder" in source and seen[-1] == (len(vocab), len(vocab))
-    assert embedder.ready(str(bert)) and folder.parent == embedder.models_dir()
-    model = embedder.load_static(folder, name=str(bert), source=source)
+    res = run_cli("recall", "car", "--mode", "hybrid", "--vault", str(vault))
+    assert res.exit_code == 7 and "python -m vaultmem.search.distil" in res.stderr
+    assert not embedder.models_dir().exists()  # nothing made behind the user's back
+    res = run_cli("recall", "car", "--json", "--vault", str(vault))  # auto: keyword, warned
+    assert res.exit_code == 0 and json.loads(res.stdout)["mode"] == "keyword"
+    assert "distil" in res.stderr
+    out = tmp_path / "made"
+    proc = subprocess.run(
+        [sys.executable, "-m", "vaultmem.search.distil", str(bert), str(out), "--dims", "4"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "8 / 8 tokens (100%)" in proc.stderr and " s left" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["made", "tiny-bert", "vault"]  # no temp
+    model = embedder.load_static(out, name="made", source="test")
+    assert model.dims == 4 and model.scales is not None
     vecs = model.encode(["car winter", "tyres", ""])
-    assert vecs.shape == (3, hidden) and abs(float(np.linalg.norm(vecs[0])) - 1) < 1e-5
-    assert float(np.linalg.norm(vecs[2])) == 0.0
-    # made once: the second resolve finds it kept
-    assert "kept in" in embedder.resolve(str(bert))[1]
+    assert abs(float(np.linalg.norm(vecs[0])) - 1) < 1e-5 and float(np.linalg.norm(vecs[2])) == 0
+    # an existing output folder is never overwritten
+    again = subprocess.run(
+        [sys.executable, "-m", "vaultmem.search.distil", str(bert), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 2 and "exists" in again.stderr
+    use_model(vault, out, mode="hybrid")
+    assert run_cli("recall", "car", "--vault", str(vault)).exit_code == 0
 
 
 @pytest.mark.slow
 def test_read_query_is_hybrid_and_plain_read_imports_no_runtime(sem_vault: Path) -> None:
+    assert run_cli("index", "--semantic", "--vault", str(sem_vault)).exit_code == 0
     res = run_cli(
         "read", "--agent", "ella", "--query", "automobile", "--json", "--vault", str(sem_vault)
     )
@@ -282,3 +401,13 @@ def test_read_query_is_hybrid_and_plain_read_imports_no_runtime(sem_vault: Path)
         [sys.executable, "-c", code, str(sem_vault)], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_hybrid_scores_stay_on_the_keyword_scale(sem_vault: Path) -> None:
+    """Thresholds set for BM25F scores (the prompt hook's [hooks] recall_min_score, 12) keep
+    their meaning when the default mode becomes hybrid."""
+    v = Vault.open(sem_vault)
+    keyword = recall(v, "stripe webhooks", mode="keyword").hits
+    hybrid = recall(v, "stripe webhooks", mode="hybrid").hits
+    assert keyword and hybrid and keyword[0].score > 1.0
+    assert 0.8 * keyword[0].score - 1e-3 <= hybrid[0].score <= keyword[0].score + 1e-3

@@ -29,8 +29,9 @@ def recall(
     query: Annotated[
         str,
         typer.Argument(
-            help='Words (any may match), "quoted phrases" (must match) and field:value filters '
-            "(kind, type, agent, tag, id, status, under, since, title, heading, body)."
+            help='Words (any may match), "quoted phrases" (rank first; must match with --strict '
+            'or as phrase:"...") and field:value filters (kind, type, agent, tag, id, status, '
+            "under, since, title, heading, body)."
         ),
     ],
     limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits to return.")] = 10,
@@ -63,6 +64,14 @@ def recall(
         typer.Option(
             "--include-retracted",
             help="Also retracted/superseded facts and rejected/expired bank notes.",
+        ),
+    ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help='Quoted phrases must match (by default they rank first; phrase:"..." is '
+            "always strict).",
         ),
     ] = False,
     explain: Annotated[
@@ -99,6 +108,7 @@ def recall(
         under=under,
         since=since,
         include_retracted=include_retracted,
+        strict=strict,
         explain=explain,
         mode=mode,
         vault=vault,
@@ -148,12 +158,12 @@ def index_cmd(
     else:
         from vaultmem.cli.output_recall import progress_bar
 
-        with progress_bar("Preparing model") as update:
+        with progress_bar("Fetching model") as update:  # a hub model only: nothing otherwise
             model, mode, notes = load_model(
                 v, mode, progress=update, fallback=not semantic, network=semantic
             )
         # one bar: the files being indexed, then the documents being embedded
-        with progress_bar("Indexing") as update:
+        with progress_bar("Indexing", "files, then documents") as update:
             fresh = refresh.refresh(
                 v,
                 wait=None,

@@ -233,8 +233,13 @@ def build_spec() -> dict[str, Any]:
             continue
         hints = typing.get_type_hints(info.callback, include_extras=True)
         params = [_describe(p, hints.get(p.name or "")) for p in click_cmd.params]
-        wanted = set(inspect.signature(impl).parameters)
-        if any(p is None for p in params) or {p["name"] for p in params if p} != wanted:
+        # an implementation may take the rest of the options as **kwargs (recall's filters)
+        sig = inspect.signature(impl).parameters.values()
+        wanted = {p.name for p in sig if p.kind is not p.VAR_KEYWORD}
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in sig)
+        names = {p["name"] for p in params if p}
+        fits = wanted <= names if open_ended else names == wanted
+        if any(p is None for p in params) or not fits:
             continue  # this command cannot take the fast path; typer handles it
         commands_out[name] = {"params": params}
     return commands_out

@@ -112,19 +112,18 @@ def recall(
     *,
     query: str,
     limit: int,
-    kind: str | None,
-    type_: str | None,
-    under: str | None,
-    since: str | None,
-    include_retracted: bool,
     explain: bool,
     mode: str | None,
     vault: Path | None,
     agent: str | None,
     as_json: bool,
+    **filters: Any,
 ) -> None:
+    """`filters`: the command's filter options (kind, type_, under, since, strict, ...), as
+    one RecallFilters: a new filter needs no change here."""
     from functools import partial
 
+    from vaultmem.search.filters import RecallFilters
     from vaultmem.search.query import recall as do_recall
 
     result_vault = open_vault(vault)
@@ -133,17 +132,13 @@ def recall(
         result_vault,
         query,
         limit=limit,
-        kind=kind,
-        type_=type_,
+        filters=RecallFilters.of(**filters),
         agent=agent,
-        under=under,
-        since=since,
-        include_retracted=include_retracted,
         explain=explain,
         mode=mode,
     )
     if sys.stderr.isatty():
-        # a first semantic recall may make the model and embed the whole vault: show it
+        # a first semantic recall embeds the whole vault (never makes a model): show it
         from vaultmem.cli.output_recall import lazy_progress
 
         with lazy_progress() as update:

@@ -124,7 +124,7 @@ def progress_bar(
 
 @contextmanager
 def lazy_progress() -> Iterator[Callable[[int, int], None]]:
-    """A progress bar that appears only if something long is reported (a model being made,
+    """A progress bar that appears only if something long is reported (a hub model fetched,
     a first embedding of the vault); a recall that reports nothing prints nothing."""
     stack: list[Progress] = []
     tasks: dict[str, object] = {}
@@ -137,13 +137,16 @@ def lazy_progress() -> Iterator[Callable[[int, int], None]]:
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
+                TextColumn("documents"),
                 TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
                 console=err,
                 transient=True,
             )
             progress.start()
             stack.append(progress)
-            tasks["t"] = progress.add_task("Preparing semantic recall", total=total)
+            tasks["t"] = progress.add_task("Embedding the vault (once)", total=total)
         stack[0].update(tasks["t"], completed=done, total=total)  # type: ignore[arg-type]
 
     try:

@@ -221,21 +221,13 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         your own folder; never another agent's private notes or pending facts). Each hit has
         path, heading and line range."""
         from vaultmem.app.pack.receipts import record
+        from vaultmem.search.filters import RecallFilters
         from vaultmem.search.query import recall as do_recall
 
         v = vault()
         who = me(v)
-        result = do_recall(
-            v,
-            query,
-            limit=limit,
-            kind=kind,
-            type_=type,
-            agent=who,
-            under=clean(under),
-            since=clean(since),
-            mode=mode,
-        )
+        filters = RecallFilters.of(kind=kind, type=type, under=clean(under), since=clean(since))
+        result = do_recall(v, query, limit=limit, filters=filters, agent=who, mode=mode)
         data = dict(result.to_dict())
         ids = [h.id for h in result.hits if h.id]
         paths = [f"{h.path}:{h.line_start}-{h.line_end}" for h in result.hits if not h.id]

@@ -249,6 +249,7 @@ class RawHit:
     fields: dict[str, Any]
     explain: tuple[tuple[str, float], ...] = ()
     matched: frozenset[str] = frozenset()  # the plain query terms this document holds
+    phrases: int = 0  # how many of the query's soft (ranking, not required) phrases it holds
 
 
 def machine_weight(stored: dict[str, Any]) -> float:
@@ -262,6 +263,7 @@ class Query:
 
     words: tuple[str, ...] = ()  # plain words, OR semantics
     phrases: tuple[str, ...] = ()  # each must match
+    soft_phrases: tuple[str, ...] = ()  # rank the documents holding them first
     field_words: tuple[tuple[str, str], ...] = ()  # (text field, words): scored, required
     kinds: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
@@ -371,19 +373,14 @@ class Searcher:
                 scored.append(leaf)
         required: list[Any] = []
         for phrase in q.phrases:
-            words = self.terms(phrase)
-            if not words:
-                continue
-            if len(words) == 1:
-                alts = [wq.Term(f, words[0], boost=b) for f, b in TEXT_FIELDS.items()]
-            else:
-                alts = [
-                    wq.Phrase(f, words, boost=2.0 * b)
-                    for f, b in TEXT_FIELDS.items()
-                    if f != "tags"
-                ]
+            alts = self._phrase(phrase)
+            if alts:
+                leaves.extend(alts)
+                required.append(wq.Or(alts))
+        for phrase in q.soft_phrases:  # scored like words, and held (see _soft) ranks first
+            alts = self._phrase(phrase)
             leaves.extend(alts)
-            required.append(wq.Or(alts))
+            scored.extend(alts)
         for fname, text in q.field_words:
             words = self.terms(text) if fname != "tags" else [text.lower()]
             if words:
@@ -428,6 +425,26 @@ class Searcher:
         flt = wq.And(filters) if filters else None
         return main, flt, mask, leaves, required
 
+    def _phrase(self, phrase: str) -> list[Any]:
+        """A phrase in any text field (one word: that term)."""
+        from whoosh import query as wq
+
+        words = self.terms(phrase)
+        if len(words) == 1:
+            return [wq.Term(f, words[0], boost=b) for f, b in TEXT_FIELDS.items()]
+        return [wq.Phrase(f, words, boost=2.0 * b) for f, b in TEXT_FIELDS.items() if f != "tags"]
+
+    def _soft(self, q: Query) -> list[frozenset[int]]:
+        """Per soft phrase, the documents holding it (one index pass each)."""
+        from whoosh import query as wq
+
+        # not kept in self._sets: a long-lived server sees endless different phrases
+        return [
+            frozenset(wq.Or(alts).docs(self.searcher))
+            for alts in (self._phrase(p) for p in q.soft_phrases)
+            if alts
+        ]
+
     def search(self, q: Query, *, limit: int, explain: bool = False) -> list[RawHit]:
         """Top documents; BM25F scores scaled by how much of the query each one covers.
 
@@ -444,6 +461,7 @@ class Searcher:
         for term in self.plain_terms(q.words):
             plain[term] = max(float(self.searcher.idf("body", term)), 0.0)
         total = sum(plain.values())
+        soft = self._soft(q)
         hits = []
         for r in results:
             stored = dict(r.fields())
@@ -456,7 +474,8 @@ class Searcher:
                 score *= share**COVERAGE_POWER
             if explain:
                 contrib = self._explain(r.docnum, leaves)
-            hits.append(RawHit(score, stored, contrib, frozenset(seen & plain.keys())))
+            held = sum(r.docnum in docs for docs in soft)
+            hits.append(RawHit(score, stored, contrib, frozenset(seen & plain.keys()), held))
         hits.sort(key=lambda h: -h.score)
         return hits
 
@@ -483,6 +502,7 @@ class Searcher:
             allowed = None
         allow = self._docs(flt)
         deny = self._docs(mask)
+        soft = self._soft(q)
         hits = []
         for docid, score in scored:
             docnum = self.searcher.document_number(docid=docid)
@@ -491,7 +511,8 @@ class Searcher:
             if (allow is not None and docnum not in allow) or (deny and docnum in deny):
                 continue
             stored = self.searcher.stored_fields(docnum)
-            hits.append(RawHit(score * machine_weight(stored), stored))
+            held = sum(docnum in docs for docs in soft)
+            hits.append(RawHit(score * machine_weight(stored), stored, phrases=held))
         hits.sort(key=lambda h: -h.score)
         return hits
 

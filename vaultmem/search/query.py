@@ -15,32 +15,17 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core import clock
-from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.search import engine, refresh
-from vaultmem.search.documents import Kind
-from vaultmem.search.terms import TOKEN as _TOKEN
+from vaultmem.search.filters import RecallFilters, parse_query
 from vaultmem.search.terms import cap_query
 
-if TYPE_CHECKING:
-    from vaultmem.search.embedder import StaticModel
+__all__ = ["Hit", "RecallFilters", "RecallResult", "parse_query", "recall"]
 
-FILTER_FIELDS = {
-    "kind": "kinds",
-    "type": "types",
-    "agent": "agents",
-    "tag": "tags",
-    "tags": "tags",
-    "id": "ids",
-    "status": "statuses",
-    "path": "under",
-    "under": "under",
-    "since": "since",
-}
-SCORED_FIELDS = {"title": "title", "heading": "heading", "body": "body", "description": "desc"}
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+if TYPE_CHECKING:
+    from vaultmem.search.embedder import Model
+
 SNIPPET_CHARS = 240
 # how much the other matching sections of a note add to its best section's score
 SECTION_SUPPORT = 0.05
@@ -63,14 +48,20 @@ _QUESTION = re.compile(
     re.IGNORECASE,
 )
 # Hybrid: a calibrated score mix, (1 - w) * keyword score / best keyword score
-# + w * cosine rescaled over the dense candidates. Chosen on LoCoMo conversations 0-4 only
-# (bench/recall_quality.py --set query.SEMANTIC_WEIGHT=...): reciprocal rank fusion lowered
-# R@1 there at every weight tried (k 10-60, w 0.1-1.5: 0.737 -> 0.55-0.70); the mix at 0.1
-# kept R@1/MRR within 0.01 of keyword and R@5 +0.003, higher weights lost R@1.
-SEMANTIC_WEIGHT = 0.1
+# + w * cosine rescaled over the dense candidates. Chosen on LoCoMo conversations 0-4 only,
+# with the default model (all-MiniLM-L6-v2): w 0.2 gave R@1 0.747 / MRR 0.827 there against
+# keyword's 0.741 / 0.821 (0.1: 0.737 / 0.821; 0.3: 0.747 / 0.826, R@5 -0.010; 0.5: 0.697).
+# Reciprocal rank fusion lost R@1 at every k and weight tried (k 10-60, w 0.3-0.5: 0.63-0.70):
+# keyword search is far ahead at rank 1 on these questions (dense alone: R@1 0.439), so ranks
+# alone throw away how sure it is.
+SEMANTIC_WEIGHT = 0.2
 # nearest documents taken from the embedding store before filters and grouping into notes
 # (each costs a docid lookup in the index: 200 cost ~30 ms at 10,000 notes, 60 ~9 ms)
-DENSE_CANDIDATES = 60
+DENSE_CANDIDATES = 100
+# keyword documents fetched at least, whatever the limit: a note's sections compete for these
+# places, and at 50 a note ranked 8-10 by plain BM25 was missing (LoCoMo R@10 0.959 -> 0.964
+# on conversations 0-4 with 200)
+KEYWORD_CANDIDATES = 200
 
 
 @dataclass(frozen=True)
@@ -127,76 +118,6 @@ class RecallResult:
             "index": self.index.to_dict(),
             "hits": [h.to_dict(explain=self.explain) for h in self.hits],
         }
-
-
-def parse_query(
-    text: str,
-    *,
-    kind: str | None = None,
-    type_: str | None = None,
-    agent: str | None = None,
-    under: str | None = None,
-    since: str | None = None,
-    include_retracted: bool = False,
-) -> engine.Query:
-    """Split a query into plain words, quoted phrases and `field:value` filters."""
-    words: list[str] = []
-    phrases: list[str] = []
-    field_words: list[tuple[str, str]] = []
-    filters: dict[str, list[str]] = {k: [] for k in set(FILTER_FIELDS.values())}
-    for m in _TOKEN.finditer(text):
-        fname, quoted, bare = m.group(1), m.group(2), m.group(3)
-        if quoted is not None:
-            if fname and fname.lower() in FILTER_FIELDS:
-                filters[FILTER_FIELDS[fname.lower()]].append(quoted)
-            elif fname and fname.lower() in SCORED_FIELDS:
-                field_words.append((SCORED_FIELDS[fname.lower()], quoted))
-            else:
-                if fname:
-                    words.append(fname)
-                if quoted.strip():
-                    phrases.append(quoted)
-            continue
-        name, sep, value = bare.partition(":")
-        key = name.lower()
-        if sep and value and key in FILTER_FIELDS:
-            filters[FILTER_FIELDS[key]].append(value)
-        elif sep and value and key in SCORED_FIELDS:
-            field_words.append((SCORED_FIELDS[key], value))
-        else:
-            words.append(bare)
-    for key, value in (
-        ("kinds", kind),
-        ("types", type_),
-        ("under", under),
-        ("since", since),
-    ):
-        if value:
-            filters[key].append(value)
-    for k in filters["kinds"]:
-        choose(Kind, k, "kind")
-    since_value = ""
-    if filters["since"]:
-        since_value = max(filters["since"])
-        if not _DATE.fullmatch(since_value):
-            raise UsageError(f"--since {since_value!r} is not a date", "use YYYY-MM-DD")
-    under_values = tuple(u.strip("/") for u in filters["under"] if u.strip("/"))
-    return engine.Query(
-        words=tuple(words),
-        phrases=tuple(phrases),
-        field_words=tuple(field_words),
-        kinds=tuple(filters["kinds"]),
-        types=tuple(t.lower() for t in filters["types"]),
-        agents=tuple(filters["agents"]),
-        visible_to=agent or "",
-        tags=tuple(t.lstrip("#") for t in filters["tags"]),
-        ids=tuple(filters["ids"]),
-        statuses=tuple(s.lower() for s in filters["statuses"]),
-        under=under_values,
-        since=since_value,
-        include_hidden=include_retracted,
-        today=clock.today().isoformat(),
-    )
 
 
 def _fold(text: str) -> str:
@@ -270,6 +191,50 @@ def resolve_mode(vault: Vault, mode: str | None) -> str:
     return wanted
 
 
+# "auto" embeds a vault inside a recall only up to this many files (a second or two with the
+# default transformer, ~10 documents a second on two cores); a larger one waits for `vaultmem
+# index --semantic`, which shows its progress, rather than an agent's recall (or a prompt hook,
+# which gives up after 5 s and would start again on the next prompt) taking minutes
+AUTO_EMBED_FILES = 20
+
+
+def _embedded(vault: Vault, model: Model) -> bool:
+    """True when the vector store exists for this model (only files changed since need
+    embedding); a store that cannot be read counts as there: it is rebuilt with a warning."""
+    from vaultmem.search import vectors
+
+    try:
+        store = vectors.load_manifest(vault)
+    except ValueError:
+        return True
+    return store is not None and store.model == model.fingerprint
+
+
+def _why_keyword(vault: Vault) -> tuple[str, ...]:
+    """Why "auto" searched by keyword only, when someone asked for embeddings: a model set by
+    hand, or the semantic runtime installed; silent for a keyword-only install."""
+    from vaultmem.core import config
+    from vaultmem.core.errors import UnavailableError
+    from vaultmem.search import embedder
+
+    name = vault.config.recall.model
+    if not embedder.available():
+        if name == config.DEFAULT_MODEL:
+            return ()
+        return (
+            f"[recall] model is {name!r} but the semantic extra is not installed: keyword "
+            "search only (pip install 'vaultmem[semantic]')",
+        )
+    try:
+        embedder.resolve(name)
+    except UnavailableError as exc:
+        hint = (exc.hint or "").replace(
+            "`vaultmem index --semantic`", f"`vaultmem index --semantic --vault {vault.root}`"
+        )
+        return (f"{exc.message}: keyword search only ({hint})",)
+    return ()
+
+
 def load_model(
     vault: Vault,
     mode: str,
@@ -277,7 +242,7 @@ def load_model(
     progress: refresh.ProgressFn | None = None,
     fallback: bool = True,
     network: bool = False,
-) -> tuple[StaticModel | None, str, tuple[str, ...]]:
+) -> tuple[Model | None, str, tuple[str, ...]]:
     """The embedding model a mode needs, the mode that will run, and why it changed.
 
     An explicit semantic or hybrid mode whose model cannot be had is an error (exit 7); the
@@ -290,14 +255,19 @@ def load_model(
     from vaultmem.search import embedder
 
     try:
-        model = embedder.load_model(
-            vault.config.recall.model, progress=progress, build=True, network=network
-        )
+        model = embedder.load_model(vault.config.recall.model, progress=progress, network=network)
+        if network:  # vaultmem index --semantic: the model file checked, the query encoder made
+            done = embedder.prepare(model)
+            return model, mode, (done,) if done else ()
         return model, mode, ()
     except UnavailableError as exc:
+        # the exact command, for this vault
+        hint = (exc.hint or "").replace(
+            "`vaultmem index --semantic`", f"`vaultmem index --semantic --vault {vault.root}`"
+        )
         if not fallback:
-            raise
-        return None, "keyword", (f"{exc.message}: keyword search only ({exc.hint})",)
+            raise UnavailableError(exc.message, hint) from exc
+        return None, "keyword", (f"{exc.message}: keyword search only ({hint})",)
 
 
 def recall(
@@ -305,20 +275,19 @@ def recall(
     query: str,
     *,
     limit: int = 10,
-    kind: str | None = None,
-    type_: str | None = None,
+    filters: RecallFilters | None = None,
     agent: str | None = None,
-    under: str | None = None,
-    since: str | None = None,
-    include_retracted: bool = False,
     explain: bool = False,
     mode: str | None = None,
     progress: refresh.ProgressFn | None = None,
+    **options: Any,
 ) -> RecallResult:
     """Ranked hits for `query`, after bringing the index up to date with the files.
 
-    `mode`: keyword (BM25F), semantic (embeddings) or hybrid (both, mixed); None follows
-    `[recall] mode`. `progress` is called while a model is made or the embeddings are built.
+    `filters` narrows the search (`RecallFilters`; its fields may also be given one by one,
+    `kind="memory"`, as the faces' options are); `agent` is who asks (shared documents plus
+    that agent's own folder). `mode`: keyword (BM25F), semantic (embeddings) or hybrid (both,
+    fused); None follows `[recall] mode`. `progress` is called while the embeddings are built.
     """
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}", "e.g. --limit 5")
@@ -327,20 +296,31 @@ def recall(
             "recall needs a question or some words", 'e.g. vaultmem recall "stripe webhooks"'
         )
     query, cut = cap_query(query)
-    parsed = parse_query(
-        query,
-        kind=kind,
-        type_=type_,
-        agent=agent,
-        under=under,
-        since=since,
-        include_retracted=include_retracted,
-    )
+    if options:
+        base = {k: v for k, v in (filters or RecallFilters()).__dict__.items()}
+        filters = RecallFilters.of(**{**base, **options})
+    parsed = parse_query(query, filters, agent=agent)
     wanted = resolve_mode(vault, mode)
-    model, used, notes = load_model(
-        vault, wanted, progress=progress, fallback=(mode or vault.config.recall.mode) == "auto"
-    )
+    auto = (mode or vault.config.recall.mode).lower() == "auto"
+    model, used, notes = load_model(vault, wanted, progress=progress, fallback=auto)
+    if auto and used == "keyword" and not notes:
+        notes = _why_keyword(vault)
+    waiting = None
+    if auto and model is not None and not _embedded(vault, model):
+        waiting, model = model, None  # embedded below only if the vault is small
     fresh = refresh.refresh(vault, model=model, embed_progress=progress)
+    if waiting is not None:
+        if fresh.files <= AUTO_EMBED_FILES:
+            model = waiting
+            fresh = refresh.refresh(vault, model=model, embed_progress=progress)
+        else:
+            used = "keyword"
+            notes = (
+                *notes,
+                f"the vault's {fresh.files} files are not embedded for this model yet: keyword "
+                f"search only (run `vaultmem index --semantic --vault {vault.root}` once; later "
+                "edits are embedded by recall itself)",
+            )
     if notes or cut:
         fresh = _with_warnings(fresh, (*notes, *cut))
 
@@ -384,7 +364,11 @@ def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end:
     return "\n".join(cache[rel][max(start, 1) - 1 : end])
 
 
-Ranked = list[tuple[float, engine.RawHit, int]]  # (score, best document, query terms held)
+# (score, best document, priority): the priority orders first, the score within it. It is
+# the query's soft phrases the note holds (x PHRASE_FIRST), plus for a short lookup the query
+# terms it holds.
+Ranked = list[tuple[float, engine.RawHit, int]]
+PHRASE_FIRST = 1000
 
 
 def _group(raw: list[engine.RawHit], *, support: bool, short: bool = False) -> Ranked:
@@ -400,6 +384,7 @@ def _group(raw: list[engine.RawHit], *, support: bool, short: bool = False) -> R
     scored: Ranked = []
     for members in groups.values():
         held = len(frozenset().union(*(m.matched for m in members))) if short else 0
+        held += PHRASE_FIRST * max(m.phrases for m in members)
         if not support:
             scored.append((members[0].score, members[0], held))
             continue
@@ -419,14 +404,14 @@ def _group_key(h: engine.RawHit) -> str:
     return str(f["docid"] if f.get("kind") in _ENTRY_KINDS else f["path"])
 
 
-def _dense(searcher: engine.Searcher, parsed: engine.Query, model: StaticModel) -> Ranked:
+def _dense(searcher: engine.Searcher, parsed: engine.Query, model: Model) -> Ranked:
     from vaultmem.search import vectors
 
     text = " ".join((*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)))
     store = vectors.open_vectors(searcher.vault)
     if store is None or not text.strip():
         return []
-    raw = searcher.fetch(parsed, store.nearest(model.encode([text])[0], DENSE_CANDIDATES))
+    raw = searcher.fetch(parsed, store.nearest(model.encode_query([text])[0], DENSE_CANDIDATES))
     return _group(raw, support=False)
 
 
@@ -439,7 +424,7 @@ def _fuse(
     last dense candidate; the terms a note holds (short queries) still order first.
     """
     kw = {_group_key(h): (i, s, h, held) for i, (s, h, held) in enumerate(keyword, start=1)}
-    dn = {_group_key(h): (i, s, h) for i, (s, h, _held) in enumerate(dense, start=1)}
+    dn = {_group_key(h): (i, s, h, held) for i, (s, h, held) in enumerate(dense, start=1)}
     top = max((s for s, _h, _held in keyword), default=0.0) or 1.0
     hi = dense[0][0] if dense else 1.0
     lo = dense[-1][0] if dense else 0.0
@@ -451,11 +436,13 @@ def _fuse(
         score = (1 - SEMANTIC_WEIGHT) * (k[1] / top if k else 0.0) + SEMANTIC_WEIGHT * (
             (d[1] - lo) / span if d else 0.0
         )
-        held = k[3] if k else 0
+        held = max(k[3] if k else 0, d[3] if d else 0)
         best = k[2] if k else d[2]  # type: ignore[index]
         out.append((score, best, k[0] if k else None, d[0] if d else None, held))
     out.sort(key=lambda x: (-x[4], -x[0], x[2] or 10**9))
-    return [(s, h, kr, dr) for s, h, kr, dr, _held in out]
+    # back on the keyword scale (x the best keyword score): thresholds set for BM25F scores,
+    # such as the prompt hook's [hooks] recall_min_score, keep their meaning in hybrid mode
+    return [(s * top, h, kr, dr) for s, h, kr, dr, _held in out]
 
 
 def _search(
@@ -464,13 +451,15 @@ def _search(
     *,
     limit: int,
     explain: bool,
-    model: StaticModel | None = None,
+    model: Model | None = None,
     mode: str = "keyword",
 ) -> list[Hit]:
     ranked: list[tuple[float, engine.RawHit, int | None, int | None]]
     keyword: Ranked = []
     if mode != "semantic":
-        raw = searcher.search(parsed, limit=max(limit * CANDIDATES, 50), explain=explain)
+        raw = searcher.search(
+            parsed, limit=max(limit * CANDIDATES, KEYWORD_CANDIDATES), explain=explain
+        )
         text = " ".join(parsed.words)
         question = bool(QUESTIONS_EXEMPT) and ("?" in text or bool(_QUESTION.match(text)))
         short = not question and 1 < len(set(searcher.plain_terms(parsed.words))) <= ALL_TERMS_MAX

@@ -54,7 +54,7 @@ from vaultmem.search.manifest import (
 )
 
 if TYPE_CHECKING:
-    from vaultmem.search.embedder import StaticModel
+    from vaultmem.search.embedder import Model
 
 HEARTBEAT = "heartbeat.json"
 
@@ -253,7 +253,7 @@ def _rebuild_locked(
 class _Semantic:
     """What the embedding store needs from a refresh: the model, and a progress callback."""
 
-    model: StaticModel
+    model: Model
     progress: ProgressFn | None = None
 
 
@@ -280,7 +280,7 @@ def _sync(
     return _Synced(report.embedded, report.warnings)
 
 
-def vectors_in_line(vault: Vault, manifest: Manifest, model: StaticModel) -> bool:
+def vectors_in_line(vault: Vault, manifest: Manifest, model: Model) -> bool:
     """True when the embedding store was made by `model` from exactly the indexed files."""
     from vaultmem.search import vectors
 
@@ -387,7 +387,7 @@ def _refresh(
     rebuild: bool = False,
     progress: ProgressFn | None = None,
     trust_watcher: bool = True,
-    model: StaticModel | None = None,
+    model: Model | None = None,
     embed_progress: ProgressFn | None = None,
 ) -> Freshness:
     """Bring the index (and, given a `model`, the embedding store) up to date with the files.

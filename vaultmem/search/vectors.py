@@ -42,7 +42,7 @@ FOLDER = "vectors"
 MANIFEST = "manifest.json"
 MERGE_SHARE = 0.25  # merge the delta into the base past this share of the base's rows
 MERGE_MIN = 2000
-EMBED_BATCH = 256
+EMBED_BATCH = 64  # documents per call to the model: the progress bar moves this often
 
 ProgressFn = Callable[[int, int], None]
 FileState = tuple[int, int, str]
@@ -235,14 +235,17 @@ class SyncReport:
 
 
 def _state(manifest: Manifest, rel: str) -> FileState:
+    # the digest of what was indexed (`sums`, kept for every file), not the same-tick hash
+    # (`hashes`), which a later refresh drops once the file has settled: comparing that
+    # re-embedded files that had not changed
     size, mtime = manifest.files[rel]
-    return (int(size), int(mtime), manifest.hashes.get(rel, ""))
+    return (int(size), int(mtime), manifest.sums.get(rel) or manifest.hashes.get(rel, ""))
 
 
 def sync(
     vault: Vault,
     index: Manifest,
-    model: embedder.StaticModel,
+    model: embedder.Model,
     *,
     reindexed: dict[str, list[Doc]] | None = None,
     progress: ProgressFn | None = None,
@@ -285,6 +288,8 @@ def sync(
             read_back = read_documents(vault, rel, max_bytes)
             docs = read_back[0] if read_back is not None else []
         for n, doc in enumerate(docs):
+            if doc.unit == "whole":  # its passages have vectors; the whole would be cut short
+                continue
             new_ids.append(f"{rel}#{n}")
             texts.append(doc_text(doc))
     parts = []
@@ -315,7 +320,7 @@ def _write(
     touched: set[str],
     new_ids: list[str],
     fresh: Any,
-    model: embedder.StaticModel,
+    model: embedder.Model,
 ) -> None:
     folder = store_dir(vault, writing=True)
     token = secrets.token_hex(4)
