@@ -230,3 +230,13 @@ def git_tracked(
     if proc.returncode != 0:
         raise failure(args, done)
     return done
+
+
+def stage(name: str) -> None:
+    """The crash tests' hook: SIGKILL at a named sync stage (VAULTMEM_CRASH_AT=sync:STAGE)."""
+    from vaultmem.core.config import env_crash_stage
+
+    if env_crash_stage() == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)

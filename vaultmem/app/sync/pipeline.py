@@ -39,16 +39,17 @@ from vaultmem.app.sync.git import (
     count,
     failure,
     git,
-    identity_env,
     is_ancestor,
     rev,
+    stage,
 )
 from vaultmem.app.sync.incoming import check_tree, trust_report
-from vaultmem.core.errors import LockTimeoutError, UnavailableError, UsageError, VaultmemError
+from vaultmem.app.sync.objects import merge
+from vaultmem.core.errors import LockTimeoutError, UnavailableError, VaultmemError
 from vaultmem.core.locking import BARRIER, barrier, exclusive, lock_path
 from vaultmem.core.vault import Vault
 
-__all__ = ["OfflineError", "SyncConflictError", "SyncReport", "clone", "init_git", "sync"]
+__all__ = ["OfflineError", "SyncConflictError", "SyncReport", "status", "sync", "watch"]
 
 PUSH_TRIES = 6
 BARRIER_TIMEOUT = 30.0
@@ -283,66 +284,6 @@ def _fetch(run: _Run, name: str) -> None:
         raise err
 
 
-def _merge(run: _Run, ours: str, theirs: str, mode: str) -> str:
-    """The commit that joins `ours` and `theirs`, made as objects (the working tree is not
-    touched); records conflicts (files written with both versions between markers)."""
-    if is_ancestor(run.root, ours, theirs):
-        return theirs  # a fast-forward
-    if mode == "rebase":
-        replayed = _replay(run, ours, theirs)
-        if replayed is not None:
-            return replayed
-    tree, conflicted = _merge_tree(run, ours, theirs)
-    message = f"vaultmem sync: merge {theirs[:8]} into {ours[:8]}"
-    if conflicted:
-        message += "\n\nBoth versions kept between markers in: " + ", ".join(conflicted)
-    return _commit_tree(run, tree, message, ours, theirs)
-
-
-def _merge_tree(run: _Run, ours: str, theirs: str) -> tuple[str, list[str]]:
-    args = ["merge-tree", "--write-tree", "--name-only", "--no-messages"]
-    proc = git(run.root, *args, ours, theirs, check=False, timeout=600)
-    lines = proc.stdout.splitlines()
-    if proc.returncode not in (0, 1) or not lines:
-        raise failure(["merge-tree", theirs[:8]], proc)
-    conflicted = sorted({ln.strip() for ln in lines[1:] if ln.strip()})
-    for path in conflicted:
-        if path not in run.conflicts:
-            run.conflicts.append(path)
-    return lines[0].strip(), conflicted
-
-
-def _commit_tree(run: _Run, tree: str, message: str, *parents: str) -> str:
-    args = ["commit-tree", tree, "-m", message]
-    for p in parents:
-        args += ["-p", p]
-    return git(run.root, *args, env=identity_env(run.root)).stdout.strip()
-
-
-def _replay(run: _Run, ours: str, theirs: str) -> str | None:
-    """`[sync] pull = "rebase"`: this machine's commits replayed on top of the remote's, as
-    objects; None (merge instead) when one does not replay cleanly or is a merge."""
-    base = git(run.root, "merge-base", ours, theirs).stdout.strip()
-    listed = git(run.root, "rev-list", "--reverse", "--parents", f"{base}..{ours}").stdout
-    tip = theirs
-    for line in listed.splitlines():
-        shas = line.split()
-        if len(shas) != 2:
-            return None
-        sha, parent = shas
-        # a cherry-pick as a merge (git 2.39's merge-tree takes no base): a scratch commit
-        # holding the tip's tree on top of the commit's parent makes that parent the base
-        tip_tree = git(run.root, "rev-parse", f"{tip}^{{tree}}").stdout.strip()
-        onto = _commit_tree(run, tip_tree, "vaultmem sync: replay base", parent)
-        proc = git(run.root, "merge-tree", "--write-tree", "--no-messages", onto, sha,
-                   check=False)  # fmt: skip
-        if proc.returncode != 0:
-            return None
-        body = git(run.root, "log", "-1", "--format=%B", sha).stdout
-        tip = _commit_tree(run, proc.stdout.split()[0], body.strip() or "vaultmem sync", tip)
-    return tip
-
-
 def _sync_locked(
     run: _Run,
     remote: str | None,
@@ -368,6 +309,7 @@ def _sync_locked(
     for attempt in range(PUSH_TRIES):
         try:
             _fetch(run, name)
+            stage("fetch")
         except OfflineError:
             with run.barrier():
                 run.commit(message)
@@ -389,6 +331,7 @@ def _sync_locked(
             sum(log_entries_in(root, live, f"{upstream}...HEAD").values()) if theirs else 0
         )
         proc = git(root, "push", "--quiet", name, f"HEAD:{branch}", check=False, timeout=300)
+        stage("push")
         if proc.returncode == 0:
             pushed = ahead
             git(root, "update-ref", f"refs/remotes/{upstream}", "HEAD", check=False)
@@ -421,13 +364,14 @@ def _take(run: _Run, head: str, theirs: str, mode: str, message: str | None, liv
     run.trust += [t for t in trust_report(changes) if t not in run.trust]
     run.pulled += count(root, f"{head}..{theirs}")
     run.entries_in += sum(log_entries_in(root, live, f"{head}...{theirs}").values())
-    merged = _merge(run, head, theirs, mode)
+    merged = merge(root, head, theirs, mode, run.conflicts)
+    stage("merge")
     for _ in range(3):
         with run.barrier():
             later = run.commit(message)
             target = merged
             if later is not None:
-                target = _merge(run, later.sha, merged, "merge")
+                target = merge(root, later.sha, merged, "merge", run.conflicts)
             now = rev(root, "HEAD")
             assert now is not None
             try:
@@ -567,58 +511,3 @@ def watch(
             break
         time.sleep(max(0.0, interval - (time.monotonic() - started)))
     return done
-
-
-# --- new repositories and new machines ----------------------------------------------------------
-
-
-def init_git(vault: Vault) -> str:
-    """Make the vault a git repository (if it is not in one), with the merge drivers and a
-    first commit; returns what was done."""
-    proc = git(vault.root, "rev-parse", "--show-toplevel", check=False)
-    if proc.returncode == 0:
-        ensure_drivers(Path(proc.stdout.strip()))
-        return "already a git repository; merge drivers registered"
-    git(vault.root, "init", "--quiet")
-    ensure_drivers(vault.root)
-    ensure_template_lines(vault.root, "gitattributes")
-    ensure_template_lines(vault.root, "gitignore")
-    worktree.commit_all(vault, vault.root, "vaultmem: a new vault")
-    return "git repository created with a first commit"
-
-
-def clone(url: str, dest: Path) -> Vault:
-    """`git clone` a vault with nothing checked out, check its tree like any incoming commit
-    (refused, and the folder removed, when it tracks local state or links), then check it out
-    with this clone's local settings; the caller makes this machine's keys."""
-    import shutil
-
-    from vaultmem.app.sync.incoming import IncomingRefusedError
-    from vaultmem.core.templates import template
-
-    if dest.exists() and any(dest.iterdir()):
-        raise UsageError(f"{dest} is not empty", "clone into a new folder")
-    made = not dest.exists()
-    parent = dest.parent if dest.parent.exists() else Path.cwd()
-    proc = git(parent, "clone", "--quiet", "--no-checkout", "-c", "core.symlinks=false", url,
-               str(dest), check=False, timeout=600)  # fmt: skip
-    if proc.returncode != 0:
-        err = failure(["clone", url], proc)
-        if isinstance(err, OfflineError):
-            raise OfflineError(f"cannot reach {url}", "check the address and the network")
-        raise err
-    head = rev(dest, "HEAD")
-    try:
-        if head is not None:
-            check_tree(dest, head, None, template("gitattributes"))
-    except IncomingRefusedError:
-        if made:
-            shutil.rmtree(dest, ignore_errors=True)
-        else:
-            for child in dest.iterdir():
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
-        raise
-    ensure_drivers(dest)
-    if head is not None:
-        git(dest, "checkout", "--quiet", "--force", "HEAD", "--", ".")
-    return Vault.open(dest)

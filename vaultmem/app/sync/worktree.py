@@ -24,7 +24,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from vaultmem.app.sync.git import blob_id, git, git_bytes, git_tracked, who
+from vaultmem.app.sync.git import blob_id, git, git_bytes, git_tracked, stage, who
 from vaultmem.core.fsio import TEMP_PREFIX, atomic_write, ensure_dir, fsync_dir
 from vaultmem.core.vault import Vault
 
@@ -91,6 +91,7 @@ def commit_all(vault: Vault, root: Path, message: str | None = None) -> Commit |
 
     children = state(vault, "git.pid")
     stage_all(root, children)
+    stage("add")
     staged = git_bytes(root, "diff", "--cached", "--raw", "-z", "--no-renames")
     skipped, local = [], []
     parts = staged.split(b"\0")
@@ -109,6 +110,7 @@ def commit_all(vault: Vault, root: Path, message: str | None = None) -> Commit |
         return None
     text = message or describe(vault, root)
     git_tracked(root, children, *who(root), "commit", "--quiet", "--no-verify", "-m", text)
+    stage("commit")
     sha = git(root, "rev-parse", "HEAD").stdout.strip()
     return Commit(sha, text, tuple(skipped))
 
@@ -244,6 +246,7 @@ def _apply(vault: Vault, root: Path, moves: list[Move], contents: dict[str, byte
                 _prune_empty(root, target.parent)
             fsync_dir(target.parent)
             late = _read_fd(fd) if fd is not None else None
+            stage("checkout")  # the crash tests: killed with some files moved, some not
         finally:
             if fd is not None:
                 os.close(fd)
