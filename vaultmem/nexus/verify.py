@@ -124,6 +124,10 @@ def _verify_log(
     checked: dict[str, int] = {}
     located: list[tuple[str, entry.Entry]] = []
     require = vault.config.log.require_signatures
+    # the journal before the files: an append writes the log, then the journal, so an entry
+    # journaled before the files are read is in them unless it was really lost (read the
+    # other way round, an append landing in between would look missing)
+    journal = {e.id: e for e in log.read_journal(vault, log_name)}
     for path in log.chain_files(vault, log_name):
         rel = vault.rel(path)
         parsed = entry.read_file(path)
@@ -236,7 +240,6 @@ def _verify_log(
             )
         last_seq[name] = max(last_seq.get(name, 0), e.seq)
 
-    journal = {e.id: e for e in log.read_journal(vault, log_name)}
     live_rel = vault.rel(log.log_file(vault, log_name))
     reported_missing: set[str] = set()
     damaged = defaultdict(set)  # chain -> seqs present in the files but not verifiable
