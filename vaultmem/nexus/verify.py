@@ -31,6 +31,7 @@ PROBLEM_KINDS = (
     "bad-metadata",  # a metadata comment that does not parse
     "orphan-metadata",  # a metadata comment without a header
     "misplaced",  # a decisions entry in the live log or the reverse
+    "conflict-markers",  # git left <<<<<<< ======= >>>>>>> lines in a file vaultmem owns
 )
 
 
@@ -439,6 +440,12 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
     c, p = verify_digests(vault, keys)
     checked.update(c)
     problems += p
+    from vaultmem.nexus.state import CONFLICT_HINT, find_conflict_markers
+
+    problems += [
+        LogProblem(m.path, "conflict-markers", CONFLICT_HINT, None, m.line)
+        for m in find_conflict_markers(vault)
+    ]
     return VerifyReport(checked, tuple(problems))
 
 
