@@ -1,5 +1,6 @@
-"""`repair`: restore entries an editor lost or changed from the journal (in time order), and set
-torn text aside in `.vaultmem/quarantine/`; then verify again and report what is left.
+"""`repair`: restore entries an editor lost or changed from the journal (in time order), set
+torn text aside in `.vaultmem/quarantine/`, and put a file a git union merge left out of order
+(or with an entry twice) back in its canonical order; then verify again and report what is left.
 """
 
 from __future__ import annotations
@@ -99,11 +100,90 @@ def _repair_log(vault: Vault, log_name: str) -> list[str]:
     return actions
 
 
+def canonical_order(entries: list[entry.Entry]) -> list[entry.Entry]:
+    """The order `repair` writes a log file in: by `(time, id)`, which every clone computes the
+    same way (so two machines that repair the same entries write the same bytes), except that
+    each chain's entries stand in `seq` order (a clock that went back cannot reorder a chain):
+    the places a chain takes in the time order are filled with its entries by `seq`."""
+    by_time = sorted(entries, key=lambda e: (e.time, e.id, e.hash))
+    by_chain: dict[str, list[entry.Entry]] = {}
+    for e in sorted(entries, key=lambda e: (e.seq, e.time, e.hash)):
+        by_chain.setdefault(entry.chain_of(e.id), []).append(e)
+    taken: dict[str, int] = {}
+    out = []
+    for e in by_time:
+        name = entry.chain_of(e.id)
+        out.append(by_chain[name][taken.get(name, 0)])
+        taken[name] = taken.get(name, 0) + 1
+    return out
+
+
+def _reorder_log(vault: Vault, log_name: str) -> list[str]:
+    """Union merges keep both machines' lines but may interleave them so that a chain's entry
+    stands before one it follows, or glue the same entry in twice (a criss-cross merge). Such a
+    file is rewritten: each identical copy after the first is dropped and the entries are put in
+    `canonical_order`; a file whose chains are in order is left as it is, byte for byte."""
+    actions: list[str] = []
+    target = log.log_file(vault, log_name)
+    with exclusive(log.lock_for(vault, log_name), vault.config.log.lock_timeout, what=target.name):
+        for path in log.chain_files(vault, log_name):
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            entries = list(entry.parse_bytes(data).entries)
+            seen: set[tuple[str, str]] = set()
+            kept: list[entry.Entry] = []
+            dropped: list[entry.Entry] = []
+            in_order = True  # within this file: no rewrite can move an entry across files
+            top: dict[str, int] = {}
+            for e in entries:
+                if (e.id, e.hash) in seen:
+                    dropped.append(e)
+                    continue
+                seen.add((e.id, e.hash))
+                kept.append(e)
+                name = entry.chain_of(e.id)
+                in_order &= e.seq >= top.get(name, 0)
+                top[name] = max(top.get(name, 0), e.seq)
+            if in_order and not dropped:
+                continue
+            rel = vault.rel(path)
+            order = canonical_order(kept)
+            slots = iter(order)
+            out = bytearray()
+            pos = 0
+            gone = {id(e) for e in dropped}
+            for e in entries:
+                gap = data[pos : e.byte_start]
+                pos = e.byte_end
+                if id(e) in gone:
+                    # the copy goes with the blank line that separated it; a person's text stays
+                    out += gap[:-1] if gap.endswith(b"\n") and out.endswith(b"\n") else gap
+                    continue
+                out += gap + data[(s := next(slots)).byte_start : s.byte_end]
+            out += data[pos:]
+            if bytes(out) != data:
+                atomic_write(path, bytes(out))
+            for e in dropped:
+                actions.append(
+                    f"removed a second copy of entry {e.id} from {rel} (a merge glued it in twice)"
+                )
+            moved = sum(1 for a, b in zip(kept, order, strict=True) if a is not b)
+            if moved:
+                actions.append(
+                    f"put {moved} entries of {rel} back in order (by time, each chain by seq): "
+                    "a git merge had interleaved them"
+                )
+    return actions
+
+
 def repair(vault: Vault, *, merge_forks: bool = False) -> RepairReport:
     """Restore and set aside from the journal; with `merge_forks`, then join forked chains."""
     actions: list[str] = []
     for name in entry.LOGS:
         actions += _repair_log(vault, name)
+        actions += _reorder_log(vault, name)
     if merge_forks:
         from vaultmem.nexus.forks import merge_forks as join
 

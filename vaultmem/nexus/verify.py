@@ -230,7 +230,7 @@ def _verify_log(
                     rel,
                     "reordered",
                     f"{e.id} stands after {entry.chain_id(name, last_seq[name], log_name)} "
-                    "(out of order)",
+                    "(out of order; vaultmem repair puts the file back in order)",
                     e.id,
                     e.line_start,
                 )
