@@ -5,12 +5,13 @@ torn text aside in `.vaultmem/quarantine/`, and put a file a git union merge lef
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core.fsio import atomic_write
+from vaultmem.core.fsio import atomic_write, sweep_temp_files
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
@@ -178,12 +179,23 @@ def _reorder_log(vault: Vault, log_name: str) -> list[str]:
     return actions
 
 
+def _sweep_vault(vault: Vault) -> list[str]:
+    """Temp files killed writes left anywhere in the vault (not in `.git`), older than a
+    minute: every other command cleans only the folders it writes to."""
+    removed: list[Path] = []
+    for here, dirs, _files in os.walk(vault.root):
+        dirs[:] = [d for d in dirs if d != ".git"]  # os.walk never follows a symlinked folder
+        removed += sweep_temp_files(Path(here))
+    return [f"removed {vault.rel(p)}, a temp file a killed write left" for p in sorted(removed)]
+
+
 def repair(vault: Vault, *, merge_forks: bool = False) -> RepairReport:
     """Restore and set aside from the journal; with `merge_forks`, then join forked chains."""
     actions: list[str] = []
     for name in entry.LOGS:
         actions += _repair_log(vault, name)
         actions += _reorder_log(vault, name)
+    actions += _sweep_vault(vault)
     if merge_forks:
         from vaultmem.nexus.forks import merge_forks as join
 
