@@ -90,3 +90,12 @@ def test_status_and_verify_name_every_file_and_line(vault: Path) -> None:
     assert "conflict-markers" in kinds
     res = run_cli("status", "--vault", str(vault))
     assert "nexus/project-state.md" in res.stdout + res.stderr and "conflict" in res.stdout
+
+
+def test_state_set_on_a_heading_that_appears_twice_says_so(vault: Path) -> None:
+    v = make_keys(vault)
+    path = vault / "nexus/project-state.md"
+    path.write_text("# Project state\n\n## Status\n\ngreen\n\n## Status\n\nred\n")
+    change = state.set_state(v, "ella", "Status", "amber")
+    assert any("appears 2 times" in w for w in change.warnings)
+    assert state.state_sections(path.read_text()) == [("Status", "amber"), ("Status", "red")]

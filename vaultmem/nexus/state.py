@@ -295,7 +295,13 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
         newline = "\r\n" if "\r\n" in old else "\n"
         lines = old.replace("\r\n", "\n").split("\n")
         spans = section_spans(lines)
-        match = next(((t, s, e) for t, s, e in spans if t.strip().lower() == section.lower()), None)
+        same = [(t, s, e) for t, s, e in spans if t.strip().lower() == section.lower()]
+        match = same[0] if same else None
+        if len(same) > 1:
+            warnings.append(
+                f"section '{section}' appears {len(same)} times (a kept conflict?); updated the "
+                "first, the others are as they were: merge them by hand"
+            )
         new_part = ["", *(body.split("\n") if body else []), ""]
         if match is None:
             while lines and lines[-1] == "":

@@ -1,7 +1,9 @@
-"""`repair` after git union merges: two clones of a bare repository append and merge each
-other's work in criss-cross rounds (real git, `merge=union` from `.gitattributes`), which leaves
-the log out of order and with entries twice; `repair` writes the canonical order and `verify`
-exits 0 on both clones afterwards."""
+"""Two clones of a bare repository merging with real git (`.gitattributes`, vaultmem's drivers):
+
+- criss-cross rounds of `merge=union` leave the log out of order and with entries twice;
+  `repair` writes the canonical order and `verify` exits 0 on both clones afterwards;
+- a project-state conflict leaves markers, which `state set` refuses and `status`/`verify`
+  name by file and line."""
 
 from __future__ import annotations
 
@@ -133,3 +135,38 @@ def test_repair_after_criss_cross_union_merges_leaves_verify_clean(tmp_path: Pat
         assert json.loads(res.stdout)["actions"] == []
     # both clones wrote the same canonical order, so merging the two repairs is no conflict
     assert (a / "nexus/live-context.md").read_bytes() == (b / "nexus/live-context.md").read_bytes()
+
+
+def test_a_state_conflict_git_leaves_is_refused_and_reported(tmp_path: Path) -> None:
+    a, b, home_a, home_b = _two_clones(tmp_path)
+    assert vm(a, home_a, "state", "set", "Status", "green", "--agent", "ella").returncode == 0
+    assert vm(b, home_b, "state", "set", "Status", "red", "--agent", "lyra").returncode == 0
+    git(b, "add", "-A")
+    git(b, "commit", "--quiet", "-m", "red")
+    git(b, "push", "--quiet", "--force", "origin", "HEAD:b")
+    git(a, "add", "-A")
+    git(a, "commit", "--quiet", "-m", "green")
+    git(a, "fetch", "--quiet", "origin")
+    merged = subprocess.run(["git", *GIT_ID, "merge", "--no-edit", "origin/b"], cwd=a,
+                            capture_output=True, text=True)  # fmt: skip
+    assert merged.returncode != 0  # vaultmem-state reported the conflict to git
+    path = a / "nexus/project-state.md"
+    text = path.read_text("utf-8")
+    assert "<<<<<<< this machine (status)" in text and "green" in text and "red" in text
+    lines = [
+        n
+        for n, ln in enumerate(text.splitlines(), 1)
+        if ln[:7] in ("<<<<<<<", "=======", ">>>>>>>")
+    ]
+
+    res = vm(a, home_a, "state", "set", "Goal", "ship", "--agent", "ella")
+    assert res.returncode == 5 and "conflict markers" in res.stderr, res.stderr
+    assert path.read_text("utf-8") == text  # nothing edited around the markers
+    res = vm(a, home_a, "status", "--json")
+    found = [(p["path"], p["line"]) for p in json.loads(res.stdout)["problems"]
+             if p["kind"] == "conflict-markers"]  # fmt: skip
+    assert found == [("nexus/project-state.md", n) for n in lines]
+    code, report = _verify(a, home_a)
+    assert code == 5
+    assert [(p["path"], p["line"]) for p in report["problems"]  # type: ignore[attr-defined]
+            if p["kind"] == "conflict-markers"] == found  # fmt: skip
