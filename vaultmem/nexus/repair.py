@@ -119,7 +119,7 @@ def canonical_order(entries: list[entry.Entry]) -> list[entry.Entry]:
     return out
 
 
-def _reorder_log(vault: Vault, log_name: str) -> list[str]:
+def canonicalize_log(vault: Vault, log_name: str) -> list[str]:
     """Union merges keep both machines' lines but may interleave them so that a chain's entry
     stands before one it follows, or glue the same entry in twice (a criss-cross merge). Such a
     file is rewritten: each identical copy after the first is dropped and the entries are put in
@@ -179,6 +179,12 @@ def _reorder_log(vault: Vault, log_name: str) -> list[str]:
     return actions
 
 
+def canonicalize_logs(vault: Vault) -> list[str]:
+    """`canonicalize_log` for both logs: what `sync` can run after a merge (it takes each
+    log's writer lock, so appends wait for it, never lose)."""
+    return [a for name in entry.LOGS for a in canonicalize_log(vault, name)]
+
+
 def _sweep_vault(vault: Vault) -> list[str]:
     """Temp files killed writes left anywhere in the vault (not in `.git`), older than a
     minute: every other command cleans only the folders it writes to."""
@@ -194,7 +200,7 @@ def repair(vault: Vault, *, merge_forks: bool = False) -> RepairReport:
     actions: list[str] = []
     for name in entry.LOGS:
         actions += _repair_log(vault, name)
-        actions += _reorder_log(vault, name)
+        actions += canonicalize_log(vault, name)
     actions += _sweep_vault(vault)
     if merge_forks:
         from vaultmem.nexus.forks import merge_forks as join

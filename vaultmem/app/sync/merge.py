@@ -231,7 +231,10 @@ def merge_snapshot(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     """A digest or a profile: the newer (its first `updated:`, `built:` or `created:` line)
     wins whole, since either side's is a complete, signed or fingerprinted whole; ties keep
     ours. The other stays in git history; the next `vaultmem digest` / `profile` run notices
-    if it was made from fewer entries or memories than the vault now has."""
+    if it was made from fewer entries or memories than the vault now has. A side that did not
+    change loses to the one that did, whatever the stamps say."""
+    if ours == base and base:
+        return theirs, False
     return _newer(ours, theirs, _STAMP), False
 
 
