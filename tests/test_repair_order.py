@@ -7,11 +7,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core import clock
+from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log, repair, verify
 
 
@@ -116,3 +117,35 @@ def test_canonical_order_keeps_every_chain_in_seq_order_whatever_the_file_order(
         assert seqs == sorted(seqs)
     # the same entries in any file order give the same order: two clones write the same bytes
     assert [e.id for e in order] == [e.id for e in repair.canonical_order(entries)]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.data())
+def test_any_interleaving_with_copies_repairs_to_verify_clean(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Whatever order a merge leaves the entry blocks in, and whichever it glues in twice,
+    repair ends at a file verify accepts, with every entry once."""
+    global _SIGNED
+    if _SIGNED is None:
+        root = fresh_vault(tmp_path_factory.mktemp("signed"))
+        v = make_keys(root)
+        for i in range(9):
+            log.append(v, ("ella", "lyra")[i % 2], f"entry {i}")
+        _SIGNED = (v, v.live_context.read_text())
+    v, original = _SIGNED
+    pre, blocks = _blocks(original)
+    order = data.draw(st.permutations(blocks))
+    copies = data.draw(st.lists(st.sampled_from(blocks), max_size=3))
+    for block in copies:
+        order.insert(data.draw(st.integers(0, len(order))), block)
+    v.live_context.write_text(pre + "".join(order))
+    report = repair.repair(v)
+    assert report.after.ok, report.after.problems
+    ids = [e.id for e in entry.parse_entries(v.live_context.read_text())]
+    assert sorted(ids) == sorted(e.id for e in entry.parse_entries(original))
+
+
+_SIGNED: tuple[Vault, str] | None = None

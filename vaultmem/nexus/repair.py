@@ -134,6 +134,7 @@ def canonicalize_log(vault: Vault, log_name: str) -> list[str]:
                 continue
             entries = list(entry.parse_bytes(data).entries)
             seen: set[tuple[str, str]] = set()
+            ids: set[str] = set()
             kept: list[entry.Entry] = []
             dropped: list[entry.Entry] = []
             in_order = True  # within this file: no rewrite can move an entry across files
@@ -142,8 +143,11 @@ def canonicalize_log(vault: Vault, log_name: str) -> list[str]:
                 if (e.id, e.hash) in seen:
                     dropped.append(e)
                     continue
-                seen.add((e.id, e.hash))
                 kept.append(e)
+                seen.add((e.id, e.hash))
+                if e.id in ids:
+                    continue  # a fork's other branch: verify walks a forked chain as a graph
+                ids.add(e.id)
                 name = entry.chain_of(e.id)
                 in_order &= e.seq >= top.get(name, 0)
                 top[name] = max(top.get(name, 0), e.seq)

@@ -214,7 +214,11 @@ def _verify_log(
             if seen.hash == e.hash:
                 problems.append(
                     LogProblem(
-                        rel, "duplicate", f"{e.id} appears more than once", e.id, e.line_start
+                        rel,
+                        "duplicate",
+                        f"{e.id} appears more than once (vaultmem repair removes the copy)",
+                        e.id,
+                        e.line_start,
                     )
                 )
             else:
