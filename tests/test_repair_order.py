@@ -149,3 +149,19 @@ def test_any_interleaving_with_copies_repairs_to_verify_clean(
 
 
 _SIGNED: tuple[Vault, str] | None = None
+
+
+def test_a_reorder_rebuilds_the_coordination_cache_and_keeps_every_handoff(vault: Path) -> None:
+    from vaultmem.nexus import coord
+
+    v = make_keys(vault)
+    log.append(v, "ella", "first")
+    coord.load(v)  # the cache now trusts the file up to ella.1
+    log.append(v, "ella", "second")
+    log.append(v, "ella", "please review", to=["lyra"])
+    pre, blocks = _blocks(v.live_context.read_text())
+    v.live_context.write_text(pre + blocks[2] + blocks[0] + blocks[1])  # the handoff moves first
+    assert coord.index_path(v).exists()
+    assert any("back in order" in a for a in repair.repair(v).actions)
+    assert not coord.index_path(v).exists()
+    assert [i.id for i in coord.load(v).inbox("lyra")] == ["ella.3"]

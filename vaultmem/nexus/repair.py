@@ -170,6 +170,13 @@ def canonicalize_log(vault: Vault, log_name: str) -> list[str]:
             out += data[pos:]
             if bytes(out) != data:
                 atomic_write(path, bytes(out))
+                if path == vault.live_context:
+                    # the coordination cache trusts the bytes before its last entry when that
+                    # entry is still in place: a reorder can keep it in place and still move an
+                    # entry across it, so the cache is rebuilt from the files
+                    from vaultmem.nexus.coord import index_path
+
+                    index_path(vault).unlink(missing_ok=True)
             for e in dropped:
                 actions.append(
                     f"removed a second copy of entry {e.id} from {rel} (a merge glued it in twice)"
