@@ -192,12 +192,16 @@ def canonicalize_log(vault: Vault, log_name: str) -> list[str]:
             out = bytearray()
             pos = 0
             gone = {id(e) for e in dropped}
-            for e in entries:
+            for n, e in enumerate(entries):
                 gap = data[pos : e.byte_start]
                 pos = e.byte_end
+                if n and not gap.strip():
+                    # between two entries: one blank line, as `append` writes it (a union merge
+                    # may glue two blocks without it); a person's text stays as it is
+                    gap = b"" if id(e) in gone else b"\n"
                 if id(e) in gone:
-                    # the copy goes with the blank line that separated it; a person's text stays
-                    out += gap[:-1] if gap.endswith(b"\n") and out.endswith(b"\n") else gap
+                    # the copy goes with the blank line before it
+                    out += gap[:-1] if gap.endswith(b"\n\n") else gap
                     continue
                 out += gap + data[(s := next(slots)).byte_start : s.byte_end]
             out += data[pos:]
