@@ -253,3 +253,15 @@ def test_two_different_checkpoints_with_the_same_stamp_are_a_conflict() -> None:
     assert conflict and "ours" in merged and "theirs" in merged
     assert merge_checkpoint(base, ours, ours) == (ours, False)
     assert merge_checkpoint(base, base, theirs) == (theirs, False)
+
+
+def test_index_merge_removes_every_copy_the_other_side_removed() -> None:
+    dup = "- [[memory/a|A]] — a"
+    base = f"# Memory\n\n{dup}\n{dup}\n- [[memory/b|B]] — b\n"
+    theirs = "# Memory\n\n- [[memory/b|B]] — b\n"  # a person removed both copies
+    ours = base + "- [[memory/c|C]] — c\n"
+    merged, conflict = merge_index(base, ours, theirs)
+    assert not conflict and dup not in merged and "memory/c" in merged
+    one = f"# Memory\n\n{dup}\n- [[memory/b|B]] — b\n"  # only the second copy removed
+    merged, _ = merge_index(base, ours, one)
+    assert merged.count(dup) == 1

@@ -22,6 +22,7 @@ both versions kept, and git reports the file as conflicted).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from vaultmem.core import clock
@@ -55,9 +56,13 @@ def merge_index(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     b, o, t = _lines(base), _lines(ours), _lines(theirs)
     base_set = set(b)
     result = list(o)
-    for line in base_set - set(t):
-        if line.strip() and line.strip() != RETRACTED and line in result:
-            result.remove(line)
+    b_count, t_count = Counter(b), Counter(t)
+    for line in b_count:
+        if not line.strip() or line.strip() == RETRACTED:
+            continue
+        for _ in range(b_count[line] - t_count[line]):  # each copy theirs removed
+            if line in result:
+                result.remove(line)
     t_cut = _retracted_at(t)
     for i, line in enumerate(t):
         if not line.strip() or line in base_set or line in result:
