@@ -181,7 +181,8 @@ def repair(
     as_json: JsonOpt = False,
 ) -> None:
     """Restore log entries an editor lost (from the journal, in time order), put back edited
-    entries, set torn text aside; say what was done. Exit 5 if problems remain."""
+    entries, set torn text aside, write a log a git merge left out of order in its canonical
+    order, remove stale temp files; say what was done. Exit 5 if problems remain."""
     if state is not None:
         from vaultmem.nexus.state import restore_state
 

@@ -31,6 +31,7 @@ PROBLEM_KINDS = (
     "bad-metadata",  # a metadata comment that does not parse
     "orphan-metadata",  # a metadata comment without a header
     "misplaced",  # a decisions entry in the live log or the reverse
+    "conflict-markers",  # git left <<<<<<< ======= >>>>>>> lines in a file vaultmem owns
 )
 
 
@@ -217,7 +218,11 @@ def _verify_log(
             if seen.hash == e.hash:
                 problems.append(
                     LogProblem(
-                        rel, "duplicate", f"{e.id} appears more than once", e.id, e.line_start
+                        rel,
+                        "duplicate",
+                        f"{e.id} appears more than once (vaultmem repair removes the copy)",
+                        e.id,
+                        e.line_start,
                     )
                 )
             else:
@@ -233,7 +238,7 @@ def _verify_log(
                     rel,
                     "reordered",
                     f"{e.id} stands after {entry.chain_id(name, last_seq[name], log_name)} "
-                    "(out of order)",
+                    "(out of order; vaultmem repair puts the file back in order)",
                     e.id,
                     e.line_start,
                 )
@@ -442,6 +447,12 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
     c, p = verify_digests(vault, keys)
     checked.update(c)
     problems += p
+    from vaultmem.nexus.state import CONFLICT_HINT, find_conflict_markers
+
+    problems += [
+        LogProblem(m.path, "conflict-markers", CONFLICT_HINT, None, m.line)
+        for m in find_conflict_markers(vault)
+    ]
     return VerifyReport(checked, tuple(problems))
 
 
