@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.app.hooks.contract import CLAUDE_EVENTS, HookEvent
+from vaultmem.app.pack.hints import executable
 from vaultmem.app.setup import files as sf
 from vaultmem.core.errors import IntegrityError, RefusedError
 from vaultmem.core.vault import Vault
@@ -102,12 +102,7 @@ def vaultmem_argv() -> list[str]:
     """How a runtime starts this vaultmem: the console script next to this Python (a venv), or
     `python -m vaultmem` with this Python's absolute path. Never a bare name on PATH: runtimes
     start hooks and servers with their own environment."""
-    here = Path(sys.executable)
-    for name in ("vaultmem", "vaultmem.exe"):
-        script = here.parent / name
-        if script.is_file():
-            return [str(script)]
-    return [str(here), "-m", "vaultmem"]
+    return executable()
 
 
 def hook_command(argv: list[str], event: HookEvent, vault: Vault, agent: str) -> str:
