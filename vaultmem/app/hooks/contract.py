@@ -56,6 +56,24 @@ CLAUDE_EVENTS: dict[HookEvent, str] = {
     HookEvent.SESSION_END: "SessionEnd",
 }
 
+# The one table of runtimes with lifecycle hooks: which of our events each wires, under the
+# name its `hook_event_name` carries. Both take the same `hooks.json` shape (event -> matcher
+# groups -> `{"type": "command", "command", "timeout"}`), send the same payload fields
+# (`session_id`, `transcript_path`, `cwd`, `source`, `prompt`, `trigger`) and read
+# `hookSpecificOutput.additionalContext` from SessionStart and UserPromptSubmit.
+# - claude-code: https://code.claude.com/docs/en/hooks
+# - codex: https://developers.openai.com/codex/hooks (`.codex/hooks.json` next to a config
+#   layer; no SessionEnd: a session is queued for retention only where the runtime ends it)
+RUNTIME_EVENTS: dict[str, dict[HookEvent, str]] = {
+    "claude-code": CLAUDE_EVENTS,
+    "codex": {
+        HookEvent.SESSION_START: "SessionStart",
+        HookEvent.PROMPT: "UserPromptSubmit",
+        HookEvent.PRE_COMPACT: "PreCompact",
+        HookEvent.STOP: "Stop",
+    },
+}
+
 
 class HookTimeout(Exception):
     """The hook ran out of its time (`[hooks] timeout`)."""

@@ -28,9 +28,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.hooks.contract import CLAUDE_EVENTS, HookEvent
+from vaultmem.app.hooks.contract import RUNTIME_EVENTS, HookEvent
 from vaultmem.app.pack.hints import executable
 from vaultmem.app.setup import files as sf
+from vaultmem.core.config import ENV_AGENT, ENV_VAULT
 from vaultmem.core.errors import IntegrityError, RefusedError
 from vaultmem.core.vault import Vault
 
@@ -109,15 +110,28 @@ def hook_command(argv: list[str], event: HookEvent, vault: Vault, agent: str) ->
     return shlex.join([*argv, "hook", event.value, "--vault", str(vault.root), "--agent", agent])
 
 
-def claude_handlers(argv: list[str], vault: Vault, agent: str) -> dict[str, dict[str, Any]]:
+def hook_handlers(
+    runtime: str, argv: list[str], vault: Vault, agent: str
+) -> dict[str, dict[str, Any]]:
+    """The `hooks.json` handlers of one runtime (`RUNTIME_EVENTS`), by its event names."""
     return {
-        CLAUDE_EVENTS[event]: {
+        name: {
             "type": "command",
             "command": hook_command(argv, event, vault, agent),
             "timeout": HOOK_TIMEOUTS[event],
         }
-        for event in HookEvent
+        for event, name in RUNTIME_EVENTS[runtime].items()
     }
+
+
+def claude_handlers(argv: list[str], vault: Vault, agent: str) -> dict[str, dict[str, Any]]:
+    return hook_handlers(Runtime.CLAUDE_CODE, argv, vault, agent)
+
+
+def tool_env(vault: Vault, agent: str) -> dict[str, str]:
+    """What the runtime puts in the environment of every hook and tool call, so a command
+    the model is told to run finds the vault and the agent from any folder."""
+    return {ENV_VAULT: str(vault.root), ENV_AGENT: agent}
 
 
 def mcp_server(argv: list[str], vault: Vault, agent: str) -> dict[str, Any]:
@@ -127,13 +141,16 @@ def mcp_server(argv: list[str], vault: Vault, agent: str) -> dict[str, Any]:
     }
 
 
-def instructions(vault: Vault, agent: str, runtime: Runtime) -> str:
-    """The short block for CLAUDE.md / AGENTS.md / the Cursor rule: the three rules, the name."""
-    v = shlex.quote(str(vault.root))
+def instructions(vault: Vault, agent: str, runtime: Runtime, argv: list[str] | None = None) -> str:
+    """The short block for CLAUDE.md / AGENTS.md / the Cursor rule: the three rules, the name.
+    Its commands name this vaultmem by absolute path and carry --vault and --agent, so they
+    run as written from the project folder whatever the runtime's PATH."""
+    exe = shlex.join(argv or vaultmem_argv())
+    where = f"--vault {shlex.quote(str(vault.root))} --agent {agent}"
     loaded = (
         "Hooks load your session pack when a session starts and add what other agents logged "
         "since your last read to each prompt."
-        if runtime == Runtime.CLAUDE_CODE
+        if runtime in RUNTIME_EVENTS
         else "Call the MCP tool `read` at the start of a session and before answering."
     )
     return f"""## Shared memory (vaultmem)
@@ -141,10 +158,10 @@ def instructions(vault: Vault, agent: str, runtime: Runtime) -> str:
 You are agent `{agent}` in the vaultmem vault at `{vault.root}`: the memory this project's
 agents share, which people read and review in Obsidian. {loaded}
 
-1. **Read before answering.** The MCP tool `read` (or `vaultmem read --vault {v} --agent {agent}`)
+1. **Read before answering.** The MCP tool `read` (or `{exe} read {where}`)
    gives your identity, decisions, checkpoint and what other agents logged since your last read.
 2. **Append after each significant turn**: a fix, a decision, a handoff, a question. MCP tool
-   `append`, or `vaultmem append "SUMMARY" --type fix --channel CHANNEL --vault {v} --agent {agent}`.
+   `append`, or `{exe} append "SUMMARY" --type fix --channel CHANNEL {where}`.
 3. **Ack what you used.** A handoff, question or alert marked AWAITING ACK is waiting for you:
    answer with `append` and `acks: ["<id>"]` (CLI: `--type ack --ack <id>`), saying what you did.
 
@@ -175,9 +192,9 @@ def plan_claude_code(
         project / "CLAUDE.md" if scope == SetupScope.PROJECT else home / ".claude" / "CLAUDE.md"
     )
     handlers = claude_handlers(argv, vault, agent)
-    block = instructions(vault, agent, Runtime.CLAUDE_CODE)
+    block = instructions(vault, agent, Runtime.CLAUDE_CODE, argv)
     changes = [
-        sf.hooks_change(settings, handlers, remove),
+        sf.hooks_change(settings, handlers, remove, env=tool_env(vault, agent)),
         sf.block_change(memory, MD_MARKERS, block, remove),
     ]
     notes: list[str] = []
@@ -287,14 +304,37 @@ def _plugin_file_is_ours(path: Path, before: str | None) -> bool:
 # --- Codex --------------------------------------------------------------------------------------------
 
 
-def codex_block(argv: list[str], vault: Vault, agent: str) -> str:
+def _q(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def codex_block(
+    argv: list[str], vault: Vault, agent: str, *, env: bool = True, features: bool = True
+) -> str:
+    """The config.toml block: the MCP server; with `env`, the variables Codex sets for every
+    shell tool call (`[shell_environment_policy] set`); with `features`, the hooks feature
+    (`[features] hooks = true`; older Codex releases call it `codex_hooks`)."""
     server = mcp_server(argv, vault, agent)
+    args = ", ".join(_q(a) for a in server["args"])
+    out = f"[mcp_servers.{SERVER_NAME}]\ncommand = {_q(server['command'])}\nargs = [{args}]\n"
+    if env:
+        out += "\n[shell_environment_policy.set]\n" + "".join(
+            f"{k} = {_q(v)}\n" for k, v in tool_env(vault, agent).items()
+        )
+    if features:
+        out += "\n[features]\nhooks = true\n"
+    return out
 
-    def q(value: str) -> str:
-        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
 
-    args = ", ".join(q(a) for a in server["args"])
-    return f"[mcp_servers.{SERVER_NAME}]\ncommand = {q(server['command'])}\nargs = [{args}]\n"
+def _features_on(text: str | None) -> bool:
+    try:
+        data = tomllib.loads(text or "")
+    except tomllib.TOMLDecodeError:
+        return False
+    features = data.get("features")
+    return isinstance(features, dict) and (
+        features.get("hooks") is True or features.get("codex_hooks") is True
+    )
 
 
 def _check_toml(text: str | None, path: Path, *, ours_removed: bool) -> None:
@@ -324,33 +364,65 @@ def plan_codex(
     codex_home: Path | None = None,
     argv: list[str] | None = None,
 ) -> SetupPlan:
+    """The MCP server, the environment of shell tool calls and the hooks feature in
+    `config.toml`, the lifecycle hooks in `hooks.json` next to it
+    (https://developers.openai.com/codex/hooks), the instruction block in AGENTS.md."""
     agent = vault.require_agent(agent)
     argv = argv or vaultmem_argv()
     home = codex_home or Path.home() / ".codex"
-    config = (
-        home / "config.toml" if scope == SetupScope.USER else project / ".codex" / "config.toml"
-    )
+    base = home if scope == SetupScope.USER else project / ".codex"
+    config = base / "config.toml"
+    hooks = base / "hooks.json"
     agents_md = project / "AGENTS.md"
-    block = codex_block(argv, vault, agent)
+    notes: list[str] = []
 
     def edit_config(text: str | None) -> str | None:
-        _check_toml(sf.remove_block(text, TOML_MARKERS), config, ours_removed=True)
+        theirs = sf.remove_block(text, TOML_MARKERS)
+        _check_toml(theirs, config, ours_removed=True)
         if remove:
-            return sf.remove_block(text, TOML_MARKERS)
-        new = sf.upsert_block(text, TOML_MARKERS, block)
-        _check_toml(new, config, ours_removed=False)
-        return new
+            return theirs
+        # a table the person already has cannot be opened again in our block: then that
+        # part is left to them (said in the notes)
+        for env, features in ((True, True), (True, False), (False, True), (False, False)):
+            if features and _features_on(theirs):
+                continue
+            new = sf.upsert_block(
+                text, TOML_MARKERS, codex_block(argv, vault, agent, env=env, features=features)
+            )
+            try:
+                _check_toml(new, config, ours_removed=False)
+            except IntegrityError:
+                continue
+            if not env:
+                notes.append(
+                    f"{config} has its own [shell_environment_policy]: add "
+                    f"set = {{ VAULTMEM_VAULT = {_q(str(vault.root))}, VAULTMEM_AGENT = {_q(agent)} }} to it"
+                )
+            if not features and not _features_on(theirs):
+                notes.append(f"{config} has its own [features] table: add hooks = true to it")
+            return new
+        raise IntegrityError(
+            f"{config}: vaultmem's block does not fit", "fix the file and run setup again"
+        )
 
-    md = instructions(vault, agent, Runtime.CODEX)
-    changes = (sf.plan(config, edit_config), sf.block_change(agents_md, MD_MARKERS, md, remove))
-    return SetupPlan(Runtime.CODEX, agent, str(vault.root), remove, changes)
+    md = instructions(vault, agent, Runtime.CODEX, argv)
+    handlers = hook_handlers(Runtime.CODEX, argv, vault, agent)
+    changes = (
+        sf.plan(config, edit_config),
+        sf.hooks_change(hooks, handlers, remove),
+        sf.block_change(agents_md, MD_MARKERS, md, remove),
+    )
+    # the edits are planned (and the notes filled) when the changes are built
+    if not remove:
+        notes.append("Codex asks once to trust new hooks: review and trust vaultmem's in /hooks.")
+    return SetupPlan(Runtime.CODEX, agent, str(vault.root), remove, changes, tuple(notes))
 
 
 # --- Cursor ----------------------------------------------------------------------------------------------
 
 
-def cursor_rule(vault: Vault, agent: str) -> str:
-    body = instructions(vault, agent, Runtime.CURSOR)
+def cursor_rule(vault: Vault, agent: str, argv: list[str] | None = None) -> str:
+    body = instructions(vault, agent, Runtime.CURSOR, argv)
     return (
         "---\ndescription: Shared memory of this project's agents (vaultmem): read, append, ack\n"
         f"alwaysApply: true\n---\n<!-- {OWNED}: written by `vaultmem setup cursor`; "
@@ -377,7 +449,7 @@ def plan_cursor(
     notes: list[str] = []
     if scope == SetupScope.PROJECT:
         rule = project / ".cursor" / "rules" / "vaultmem.mdc"
-        text = cursor_rule(vault, agent)
+        text = cursor_rule(vault, agent, argv)
         changes.append(
             sf.plan(rule, lambda t: sf.owned_file(t, OWNED, rule, None if remove else text))
         )
@@ -397,7 +469,7 @@ def plan_generic(vault: Vault, agent: str, *, argv: list[str] | None = None) -> 
     snippet = json.dumps({"mcpServers": {SERVER_NAME: mcp_server(argv, vault, agent)}}, indent=2)
     printed = (
         "# Instructions for the agent (its system prompt, rules or AGENTS.md)\n\n"
-        + instructions(vault, agent, Runtime.GENERIC)
+        + instructions(vault, agent, Runtime.GENERIC, argv)
         + "\n# MCP server (stdio), in the JSON most clients read\n\n"
         + snippet
         + "\n"
