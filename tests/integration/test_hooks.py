@@ -410,3 +410,61 @@ def test_session_context_stays_under_claude_codes_cap(vault: Path, tmp_path: Pat
     assert len(text) <= 10_000
     assert "# Identity of ella" in text or "Identity of ella" in text
     assert "_Dropped to fit the budget" in text and "project_state" in text
+
+
+def test_prompt_budget_never_marks_unshown_entries_as_seen(vault: Path, tmp_path: Path) -> None:
+    """A real fix followed by 12 session notes, and a prompt budget that holds a few lines:
+    the fix comes first, what did not fit is counted with the command that lists it, and the
+    next prompts deliver the rest, each entry exactly once."""
+    keys(vault, "ella", "lyra")
+    settings(vault, prompt_budget=100)
+    hook("session-start", fixture("session-start-startup", tmp_path), vault)
+    quiet = fixture("user-prompt-submit", tmp_path, prompt="fix the typo in the footer")
+    ids = []
+    for n, (summary, type_) in enumerate(
+        [("Webhook retries are idempotent now", "fix")]
+        + [(f"Session note number {i}", "note") for i in range(12)]
+    ):
+        res = run_cli("append", summary, "--type", type_, "--channel", "api" if n == 0 else "session",
+                      "--vault", str(vault), "--agent", "lyra", "--json")  # fmt: skip
+        ids.append(json.loads(res.stdout)["id"])
+    seen: list[str] = []
+    first = True
+    for _turn in range(20):
+        text = hook("prompt", quiet, vault).stdout
+        if not text:
+            break
+        added = json.loads(text)["hookSpecificOutput"]["additionalContext"]
+        shown = re.findall(r"^- \[(lyra\.[\w.]+)\]", added, re.M)
+        assert shown, added
+        if first:
+            assert ids[0] in shown  # the fix is never crowded out by the notes
+            left = len(ids) - len(shown)
+            assert f"{left} more new entries were not shown here" in added
+            assert "vaultmem log --since 2026-" in added and f"--vault {vault}" in added
+            first = False
+        seen += shown
+    assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))  # all, each once
+    assert hook("prompt", quiet, vault).stdout == ""
+
+
+def test_a_resumed_session_queues_only_its_new_turns(vault: Path, tmp_path: Path) -> None:
+    keys(vault, "ella")
+    end = fixture("session-end", tmp_path)
+    assert hook("session-end", end, vault).returncode == 0
+    queue = vault / ".vaultmem" / "queue" / "ella"
+    (first,) = queue.glob("*.json")
+    turns = len(json.loads(first.read_text())["turns"])
+    assert hook("session-end", end, vault).stderr == ""  # the same transcript again (resume)
+    assert list(queue.glob("*.json")) == [first]  # nothing new: nothing queued
+    transcript = Path(end["transcript_path"])
+    line = {
+        "type": "user", "uuid": "u-new", "sessionId": "abc123", "timestamp": "2026-11-29T12:00:00.000Z",
+        "message": {"role": "user", "content": "Also log every refund with its reason code."},
+    }  # fmt: skip
+    transcript.write_text(transcript.read_text() + json.dumps(line) + "\n")
+    assert hook("session-end", end, vault).stderr == ""
+    (second,) = [p for p in queue.glob("*.json") if p != first]
+    later = json.loads(second.read_text())["turns"]
+    assert [t["text"] for t in later] == ["Also log every refund with its reason code."]
+    assert later[0]["n"] > turns  # cited by its place in the whole session
