@@ -6,6 +6,11 @@ Times (medians of N runs, with the ratio to a bare `python -c pass` measured in 
 - `vaultmem hook prompt`, nothing new       the common case on every user turn (goal: <= 5x)
 - `vaultmem hook prompt`, 20 new entries    other agents wrote 20 entries since the last turn
 - `vaultmem hook prompt`, a recall hit      the prompt names something the vault has notes on
+- `vaultmem hook session-start`, resume     a resumed (or compacted) session: the delta only
+- `vaultmem hook stop`                      the turn's end: the checkpoint is handed to a
+                                            detached process (what the runtime waits for)
+- `vaultmem hook stop`, in-line             the same work as the detached process does it
+- `vaultmem hook session-end`               the session's new turns queued, local state
 
 Tokens: a busy five-agent log (the four others write 0-3 entries each between two of ella's
 turns); for each of ella's prompts, the tokens the hook adds to the turn (chars / 4, as the read
@@ -33,6 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import precompile, scratch_vault
 
 VAULTMEM = Path(sys.executable).parent / "vaultmem"
+TRANSCRIPT = (
+    Path(__file__).resolve().parent.parent / "tests/fixtures/transcripts/claude-code-session.jsonl"
+)
 QUIET_PROMPT = "ok, go ahead with that"
 RECALL_PROMPT = "how do we handle stripe webhook retries?"
 
@@ -122,12 +130,44 @@ def timings(runs: int) -> list[tuple[str, float]]:
         assert "stripe" in out.lower(), out
         return took
 
+    def resume() -> float:
+        took, out = run_hook("session-start", vault, "ella", {**start, "source": "resume"}, env)
+        assert "# Session context" not in out, out
+        return took
+
+    transcript = vault.parent / "session.jsonl"
+    transcript.write_bytes(TRANSCRIPT.read_bytes())
+    turn_end = {"session_id": "bench", "transcript_path": str(transcript), "cwd": str(vault),
+                "hook_event_name": "Stop", "stop_hook_active": False}  # fmt: skip
+
+    def stop() -> float:
+        took = run_hook("stop", vault, "ella", turn_end, env)[0]
+        time.sleep(0.5)  # turns are seconds apart: the detached work is done before the next
+        return took
+
+    def stop_inline() -> float:
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "vaultmem.app.hooks.background", "stop", "--vault",
+             str(vault), "--agent", "ella"],
+            input=json.dumps(turn_end), text=True, env=env, check=True, capture_output=True,
+        )  # fmt: skip
+        return time.perf_counter() - t
+
+    def session_end() -> float:
+        payload = {**turn_end, "hook_event_name": "SessionEnd", "reason": "other"}
+        return run_hook("session-end", vault, "ella", payload, env)[0]
+
     results = [("python -c pass", median(bare))]
     for name, fn in (
         ("hook session-start", session_start),
+        ("hook session-start, resume", resume),
         ("hook prompt, nothing new", nothing_new),
         ("hook prompt, 20 new entries", twenty_new),
         ("hook prompt, a recall hit", recall_hit),
+        ("hook stop (detached)", stop),
+        ("hook stop, the detached work", stop_inline),
+        ("hook session-end", session_end),
     ):
         results.append((name, median(fn)))
     return results

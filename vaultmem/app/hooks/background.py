@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -37,13 +36,35 @@ SYNC_LOG = "background.log"
 LOG_MAX_BYTES = 1 << 20
 
 
-def _popen_detached(argv: list[str], *, stdin: int, stderr: int, cwd: str | None) -> bool:
+def _popen_detached(argv: list[str], *, stdin: int | None, stderr: int | None, cwd: str) -> bool:
+    """Start `argv` in a new session with `stdin` / `stderr` (fds; None: /dev/null), stdout
+    to /dev/null, and never wait for it. `os.posix_spawn` where there is one: importing
+    `subprocess` alone costs about half a Python start-up, on a hook the turn waits for."""
+    if hasattr(os, "posix_spawn"):
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            actions = [
+                (os.POSIX_SPAWN_DUP2, null if stdin is None else stdin, 0),
+                (os.POSIX_SPAWN_DUP2, null, 1),
+                (os.POSIX_SPAWN_DUP2, null if stderr is None else stderr, 2),
+            ]
+            # the child inherits this environment whole, as subprocess would (env=None):
+            # nothing is read from it here. It takes the vault by absolute path, so the
+            # folder it starts in does not matter (`cwd` is for the fallback)
+            os.posix_spawn(argv[0], argv, os.environ, file_actions=actions, setsid=True)
+        except OSError:
+            return False
+        finally:
+            os.close(null)
+        return True
+    import subprocess
+
     try:
         subprocess.Popen(
             argv,
-            stdin=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=subprocess.DEVNULL,
-            stderr=stderr,
+            stderr=subprocess.DEVNULL if stderr is None else stderr,
             cwd=cwd,
             start_new_session=True,  # outlives the hook and the runtime's timeout, no signals
             close_fds=True,
@@ -102,7 +123,7 @@ def detach(event: str, args: list[str], payload: str) -> bool:
             "--agent",
             opts["agent"],
         ]
-        return _popen_detached(argv, stdin=stdin, stderr=subprocess.DEVNULL, cwd=root)
+        return _popen_detached(argv, stdin=stdin, stderr=None, cwd=root)
     finally:
         os.close(stdin)
         with contextlib.suppress(OSError):
@@ -218,10 +239,13 @@ def start_sync(vault: Vault) -> bool:
         return False
     try:
         argv = [sys.executable, "-m", "vaultmem", "sync", "--vault", str(vault.root)]
-        return _popen_detached(argv, stdin=subprocess.DEVNULL, stderr=err, cwd=str(vault.root))
+        return _popen_detached(argv, stdin=None, stderr=err, cwd=str(vault.root))
     finally:
         os.close(err)
 
 
 if __name__ == "__main__":
+    # below the runtime and the hook it waits for: on a busy machine this work yields the CPU
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(10)
     raise SystemExit(_run_inline(sys.argv[1:]))

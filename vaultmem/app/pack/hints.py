@@ -12,8 +12,8 @@ every tool call).
 
 from __future__ import annotations
 
+import os
 import shlex
-import shutil
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,10 +43,20 @@ def executable() -> list[str]:
     return [str(here), "-m", "vaultmem"]
 
 
+def _on_path(name: str) -> str | None:
+    """What PATH finds for `name` (shutil.which without importing shutil, which loads zlib
+    and more on a hook's start-up)."""
+    for folder in (env("PATH") or "").split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)  # noqa: PTH118
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):  # noqa: PTH113
+            return candidate
+    return None
+
+
 @lru_cache(maxsize=1)
 def _exe() -> str:
     argv = executable()
-    found = shutil.which("vaultmem")
+    found = _on_path("vaultmem")
     if found and len(argv) == 1 and Path(found).resolve() == Path(argv[0]).resolve():
         return "vaultmem"
     return shlex.join(argv)
