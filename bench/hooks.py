@@ -1,6 +1,7 @@
 """What the lifecycle hooks cost: whole-process time and tokens added to the agent's context.
 
-Times (medians of N runs, with the ratio to a bare `python -c pass` measured in the same run):
+Times (medians of N runs, and the median ratio of each run to a bare `python -c pass` run
+just before it, so a shared machine's changing load cancels out):
 
 - `vaultmem hook session-start`            the session pack, as Claude Code runs it
 - `vaultmem hook prompt`, nothing new       the common case on every user turn (goal: <= 5x)
@@ -88,7 +89,7 @@ def append_many(vault: Path, agents: list[str], count: int, rng: random.Random) 
         )
 
 
-def timings(runs: int) -> list[tuple[str, float]]:
+def timings(runs: int) -> list[tuple[str, float, float]]:
     vault, env = scratch_vault()
     rng = random.Random(7)
     append_many(vault, ["lyra", "ella"], 200, rng)  # a log with some history
@@ -97,11 +98,17 @@ def timings(runs: int) -> list[tuple[str, float]]:
     run_hook("session-start", vault, "ella", start, env)  # the cursor exists from here on
     run_hook("prompt", vault, "ella", {**base, "prompt": RECALL_PROMPT, "session_id": "warm"}, env)
 
-    def median(fn: object) -> float:
-        samples = []
+    def median(fn: object) -> tuple[float, float]:
+        """(median ms, median ratio to a `python -c pass` run just before each sample): on a
+        shared machine the load changes from one second to the next, so each sample is
+        compared with its own F."""
+        samples, ratios = [], []
         for _ in range(runs + 1):
-            samples.append(fn())  # type: ignore[operator]
-        return statistics.median(samples[1:]) * 1000
+            f = bare()
+            took = fn()  # type: ignore[operator]
+            samples.append(took)
+            ratios.append(took / f)
+        return statistics.median(samples[1:]) * 1000, statistics.median(ratios[1:])
 
     def bare() -> float:
         t = time.perf_counter()
@@ -158,7 +165,7 @@ def timings(runs: int) -> list[tuple[str, float]]:
         payload = {**turn_end, "hook_event_name": "SessionEnd", "reason": "other"}
         return run_hook("session-end", vault, "ella", payload, env)[0]
 
-    results = [("python -c pass", median(bare))]
+    results = [("python -c pass", *median(bare))]
     for name, fn in (
         ("hook session-start", session_start),
         ("hook session-start, resume", resume),
@@ -169,7 +176,7 @@ def timings(runs: int) -> list[tuple[str, float]]:
         ("hook stop, the detached work", stop_inline),
         ("hook session-end", session_end),
     ):
-        results.append((name, median(fn)))
+        results.append((name, *median(fn)))
     return results
 
 
@@ -212,10 +219,9 @@ def main() -> None:
     args = parser.parse_args()
     precompile()
     results = timings(args.runs)
-    bare = results[0][1]
     print(f"{'command':34} {'median':>9} {'x python -c pass':>17}")
-    for name, ms in results:
-        print(f"{name:34} {ms:7.1f}ms {ms / bare:16.1f}x")
+    for name, ms, ratio in results:
+        print(f"{name:34} {ms:7.1f}ms {ratio:16.1f}x")
     print()
     print(f"tokens added by `hook prompt` on a busy five-agent log ({args.turns} turns):")
     for name, value in busy_log(args.turns).items():
