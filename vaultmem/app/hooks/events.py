@@ -1,15 +1,20 @@
 """What each hook event does (see `app.hooks` for the contract and the error handling).
 
-- `session-start` (startup, resume, clear, compact): the agent's session pack, within
-  `[hooks] session_budget` tokens; the read cursor moves once it is printed.
+- `session-start`: `startup` gets the agent's session pack, within `[hooks] session_budget`
+  tokens; `resume`, `compact` and `clear` get the delta since the agent's last read (they had
+  the pack already). The cursor moves past what was shown, entry by entry, once it is printed.
+  A background sync starts when one is due (`app.hooks.background`).
 - `prompt` (every user turn): only what is new since the agent's last read — other agents'
-  entries, flagged when they wait for an ack — and recall hits for the prompt that reach
-  `[hooks] recall_min_score`; nothing at all when there is nothing new. Recall (whoosh) runs only
-  when the prompt names something the vault has a note or a memory about.
+  entries, most important first, within the budget; what does not fit stays new, is counted
+  with the command that lists it and leads the next read — and recall hits for the prompt that
+  reach `[hooks] recall_min_score`; nothing at all when there is nothing new. Recall (whoosh)
+  runs only when the prompt names something the vault has a note or a memory about.
 - `pre-compact`, `stop`: the agent's checkpoint, from the transcript's tail (session, last
-  request, files touched), unless the agent wrote its own checkpoint during this session.
-- `session-end`: queue the session for retention, log a `note` that it ended, and start
-  `vaultmem retain --queued` in the background when a key is set.
+  request, files touched), unless the agent wrote its own checkpoint during this session. The
+  CLI hands both to a detached process first; `stop` then starts a background sync.
+- `session-end`: queue the session's turns not queued before, record the session in local
+  state (never on the log), and start `vaultmem retain --queued` in the background when a key
+  is set.
 """
 
 from __future__ import annotations
