@@ -191,3 +191,60 @@ def test_claude_code_hints_run_as_written(vault: Path, tmp_path: Path) -> None:
     assert ack.returncode == 0, ack.stderr
     entries = json.loads(run_cli("log", "--json", "--vault", str(vault)).stdout)["entries"]
     assert entries[-1]["agent"] == "ella" and entries[-1]["acks"] == [hid]
+
+
+def test_gemini_cli_hooks_from_setup(vault: Path, tmp_path: Path) -> None:
+    """Gemini CLI's events (SessionStart, BeforeAgent, AfterAgent, PreCompress, SessionEnd)
+    from the `.gemini/settings.json` setup writes, with its documented payloads; the reply
+    names the event as Gemini CLI does, and `--remove` gives the file back."""
+    make_keys(vault, "ella", "lyra")
+    project = tmp_path / "api"
+    project.mkdir()
+    args = ("setup", "gemini", "--agent", "ella", "--vault", str(vault), "--project", str(project))
+    assert run_cli(*args).exit_code == 0
+    settings = json.loads((project / ".gemini" / "settings.json").read_text())
+    assert settings["mcpServers"]["vaultmem"]["args"][-2:] == ["--agent", "ella"]
+    hooks = settings["hooks"]
+    assert sorted(hooks) == [
+        "AfterAgent",
+        "BeforeAgent",
+        "PreCompress",
+        "SessionEnd",
+        "SessionStart",
+    ]
+    assert all(g["hooks"][0]["timeout"] >= 1000 for groups in hooks.values() for g in groups)
+    assert "vaultmem" in (project / "GEMINI.md").read_text()
+    env = {**os.environ, "PATH": BARE_PATH}
+
+    def fire(event: str, name: str, **extra: Any) -> str:
+        data = json.loads((FIXTURES / "hooks" / "gemini" / f"{name}.json").read_text())
+        data.pop("_source")
+        data.update(transcript_path=str(tmp_path / "none.json"), cwd=str(project), **extra)
+        (command,) = [h["command"] for g in hooks[event] for h in g["hooks"]]
+        proc = subprocess.run(
+            ["bash", "-c", command], input=json.dumps(data), capture_output=True, text=True,
+            cwd=project, env=env, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        return proc.stdout
+
+    start = json.loads(fire("SessionStart", "session-start-startup"))["hookSpecificOutput"]
+    assert (
+        start["hookEventName"] == "SessionStart"
+        and "# Session context for ella" in start["additionalContext"]
+    )
+    assert fire("BeforeAgent", "before-agent") == ""  # nothing new
+    run_cli("append", "Refund endpoint is live", "--type", "fix", "--vault", str(vault),
+            "--agent", "lyra")  # fmt: skip
+    turn = json.loads(fire("BeforeAgent", "before-agent"))["hookSpecificOutput"]
+    assert (
+        turn["hookEventName"] == "BeforeAgent"
+        and "Refund endpoint is live" in turn["additionalContext"]
+    )
+    resumed = json.loads(fire("SessionStart", "session-start-resume"))["hookSpecificOutput"]
+    assert "# Session context" not in resumed["additionalContext"]
+    assert fire("AfterAgent", "after-agent") == ""
+    assert fire("PreCompress", "pre-compress") == ""
+    assert fire("SessionEnd", "session-end") == ""
+    assert run_cli(*args, "--remove").exit_code == 0
+    assert not (project / ".gemini").exists() and not (project / "GEMINI.md").exists()

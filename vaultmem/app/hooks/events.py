@@ -121,7 +121,11 @@ def session_start(vault: Vault, agent: str, payload: HookInput) -> Outcome:
         pack.commit_cursor(vault, found)
         _begin_session(vault, agent, payload)
 
-    return Outcome(hook_json(HookEvent.SESSION_START, context), after=after, context=context)
+    return Outcome(
+        hook_json(HookEvent.SESSION_START, context, payload.hook_event_name),
+        after=after,
+        context=context,
+    )
 
 
 def _begin_session(vault: Vault, agent: str, payload: HookInput) -> None:
@@ -166,7 +170,11 @@ def _session_delta(vault: Vault, agent: str, payload: HookInput, cursor: dict[st
             pack.save_cursor(vault, agent, found.cursor)
         _begin_session(vault, agent, payload)
 
-    return Outcome(hook_json(HookEvent.SESSION_START, context), after=after, context=context)
+    return Outcome(
+        hook_json(HookEvent.SESSION_START, context, payload.hook_event_name),
+        after=after,
+        context=context,
+    )
 
 
 # --- prompt -------------------------------------------------------------------------------------
@@ -331,7 +339,9 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     if not parts:
         return Outcome(after=after)  # only the agent's own entries are new
     context = "\n\n".join(parts)
-    return Outcome(hook_json(HookEvent.PROMPT, context), after=after, context=context)
+    return Outcome(
+        hook_json(HookEvent.PROMPT, context, payload.hook_event_name), after=after, context=context
+    )
 
 
 # --- pre-compact and stop: the checkpoint ----------------------------------------------------------

@@ -175,10 +175,15 @@ def _find_handler(text: str, groups: jsonedit.Node, event: str) -> jsonedit.Node
     return None
 
 
-def _event_name(claude_event: str) -> str | None:
-    from vaultmem.app.hooks.contract import CLAUDE_EVENTS
+def _event_name(runtime_event: str) -> str | None:
+    """Our event for a runtime's event name (every runtime of `RUNTIME_EVENTS`)."""
+    from vaultmem.app.hooks.contract import RUNTIME_EVENTS
 
-    return next((e.value for e, name in CLAUDE_EVENTS.items() if name == claude_event), None)
+    for row in RUNTIME_EVENTS.values():
+        for event, name in row.items():
+            if name == runtime_event:
+                return event.value
+    return None
 
 
 def remove_hooks(text: str | None, path: Path) -> str | None:

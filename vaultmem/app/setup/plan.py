@@ -28,7 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.hooks.contract import RUNTIME_EVENTS, HookEvent
+from vaultmem.app.hooks.contract import RUNTIME_EVENTS, TIMEOUT_UNIT, HookEvent
 from vaultmem.app.pack.hints import executable
 from vaultmem.app.setup import files as sf
 from vaultmem.core.config import ENV_AGENT, ENV_VAULT
@@ -60,6 +60,7 @@ OWNED = "vaultmem:owned"  # marks files vaultmem writes whole (the Cursor rule, 
 class Runtime(StrEnum):
     CLAUDE_CODE = "claude-code"
     CODEX = "codex"
+    GEMINI = "gemini"
     CURSOR = "cursor"
     GENERIC = "generic"
 
@@ -118,7 +119,7 @@ def hook_handlers(
         name: {
             "type": "command",
             "command": hook_command(argv, event, vault, agent),
-            "timeout": HOOK_TIMEOUTS[event],
+            "timeout": HOOK_TIMEOUTS[event] * TIMEOUT_UNIT.get(runtime, 1),
         }
         for event, name in RUNTIME_EVENTS[runtime].items()
     }
@@ -418,6 +419,44 @@ def plan_codex(
     return SetupPlan(Runtime.CODEX, agent, str(vault.root), remove, changes, tuple(notes))
 
 
+# --- Gemini CLI ---------------------------------------------------------------------------------
+
+
+def plan_gemini(
+    vault: Vault,
+    agent: str,
+    *,
+    project: Path,
+    scope: SetupScope = SetupScope.PROJECT,
+    remove: bool = False,
+    home: Path | None = None,
+    argv: list[str] | None = None,
+) -> SetupPlan:
+    """Gemini CLI (https://geminicli.com/docs/hooks/reference): the lifecycle hooks and the MCP
+    server in `.gemini/settings.json` (user scope: `~/.gemini/settings.json`), one edit of the
+    file; the instruction block in the project's GEMINI.md."""
+    agent = vault.require_agent(agent)
+    argv = argv or vaultmem_argv()
+    base = project if scope == SetupScope.PROJECT else (home or Path.home())
+    settings = base / ".gemini" / "settings.json"
+    handlers = hook_handlers(Runtime.GEMINI, argv, vault, agent)
+    server = mcp_server(argv, vault, agent)
+
+    def edit(text: str | None) -> str | None:
+        if remove:
+            return sf.remove_server(sf.remove_hooks(text, settings), settings, SERVER_NAME)
+        return sf.merge_server(
+            sf.merge_hooks(text, settings, handlers), settings, SERVER_NAME, server
+        )
+
+    md = instructions(vault, agent, Runtime.GEMINI, argv)
+    changes = (
+        sf.plan(settings, edit),
+        sf.block_change(project / "GEMINI.md", MD_MARKERS, md, remove),
+    )
+    return SetupPlan(Runtime.GEMINI, agent, str(vault.root), remove, changes)
+
+
 # --- Cursor ----------------------------------------------------------------------------------------------
 
 
@@ -485,6 +524,7 @@ __all__ = [
     "plan_claude_code",
     "plan_codex",
     "plan_cursor",
+    "plan_gemini",
     "plan_generic",
     "plan_plugin",
 ]
