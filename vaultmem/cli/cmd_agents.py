@@ -162,7 +162,7 @@ def setup_codex(
     The TOML and markdown parts are marked blocks and the hooks are spliced in: a re-run
     updates them, --remove takes them out, and nothing else in any file changes.
     """
-    from vaultmem.app.setup.plan import plan_codex
+    from vaultmem.app.setup.codex import plan_codex
     from vaultmem.core.config import ENV_CODEX_HOME, env
 
     v, who = _vault_and_agent(vault, agent)

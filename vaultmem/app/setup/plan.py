@@ -10,9 +10,9 @@ Each runtime gets the pieces it documents, merged into the files people already 
   command to run); the instruction block in `CLAUDE.md`. `--plugin DIR` writes the same as a
   plugin folder (`.claude-plugin/plugin.json`, `hooks/hooks.json`, `.mcp.json`, per
   https://code.claude.com/docs/en/plugins-reference) with a one-plugin marketplace next to it.
-- **codex** (https://developers.openai.com/codex/mcp, .../guides/agents-md): the MCP server as
-  `[mcp_servers.vaultmem]` in `~/.codex/config.toml` (`$CODEX_HOME`; project scope:
-  `.codex/config.toml`) and the instruction block in `AGENTS.md`.
+- **codex**: `app.setup.codex` (hooks.json, the config.toml block, AGENTS.md).
+- **gemini** (https://geminicli.com/docs/hooks/reference): hooks and the MCP server in
+  `.gemini/settings.json`, the instruction block in `GEMINI.md`.
 - **cursor** (https://cursor.com/docs/context/mcp, .../context/rules): the MCP server in
   `.cursor/mcp.json` and an always-applied rule `.cursor/rules/vaultmem.mdc`.
 - **generic**: the instruction block and an MCP JSON snippet, printed for any client.
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -32,7 +31,6 @@ from vaultmem.app.hooks.contract import RUNTIME_EVENTS, TIMEOUT_UNIT, HookEvent
 from vaultmem.app.pack.hints import executable
 from vaultmem.app.setup import files as sf
 from vaultmem.core.config import ENV_AGENT, ENV_VAULT
-from vaultmem.core.errors import IntegrityError, RefusedError
 from vaultmem.core.vault import Vault
 
 SERVER_NAME = "vaultmem"
@@ -302,123 +300,6 @@ def _plugin_file_is_ours(path: Path, before: str | None) -> bool:
     )
 
 
-# --- Codex --------------------------------------------------------------------------------------------
-
-
-def _q(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
-
-
-def codex_block(
-    argv: list[str], vault: Vault, agent: str, *, env: bool = True, features: bool = True
-) -> str:
-    """The config.toml block: the MCP server; with `env`, the variables Codex sets for every
-    shell tool call (`[shell_environment_policy] set`); with `features`, the hooks feature
-    (`[features] hooks = true`; older Codex releases call it `codex_hooks`)."""
-    server = mcp_server(argv, vault, agent)
-    args = ", ".join(_q(a) for a in server["args"])
-    out = f"[mcp_servers.{SERVER_NAME}]\ncommand = {_q(server['command'])}\nargs = [{args}]\n"
-    if env:
-        out += "\n[shell_environment_policy.set]\n" + "".join(
-            f"{k} = {_q(v)}\n" for k, v in tool_env(vault, agent).items()
-        )
-    if features:
-        out += "\n[features]\nhooks = true\n"
-    return out
-
-
-def _features_on(text: str | None) -> bool:
-    try:
-        data = tomllib.loads(text or "")
-    except tomllib.TOMLDecodeError:
-        return False
-    features = data.get("features")
-    return isinstance(features, dict) and (
-        features.get("hooks") is True or features.get("codex_hooks") is True
-    )
-
-
-def _check_toml(text: str | None, path: Path, *, ours_removed: bool) -> None:
-    if text is None:
-        return
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise IntegrityError(
-            f"{path} is not valid TOML ({exc}); vaultmem setup changed nothing",
-            "fix the file and run setup again",
-        ) from None
-    if ours_removed and SERVER_NAME in (data.get("mcp_servers") or {}):
-        raise RefusedError(
-            f"{path} already configures an MCP server named {SERVER_NAME!r} outside vaultmem's block",
-            "remove that table (or let it be and skip this step); vaultmem changed nothing",
-        )
-
-
-def plan_codex(
-    vault: Vault,
-    agent: str,
-    *,
-    project: Path,
-    scope: SetupScope = SetupScope.USER,
-    remove: bool = False,
-    codex_home: Path | None = None,
-    argv: list[str] | None = None,
-) -> SetupPlan:
-    """The MCP server, the environment of shell tool calls and the hooks feature in
-    `config.toml`, the lifecycle hooks in `hooks.json` next to it
-    (https://developers.openai.com/codex/hooks), the instruction block in AGENTS.md."""
-    agent = vault.require_agent(agent)
-    argv = argv or vaultmem_argv()
-    home = codex_home or Path.home() / ".codex"
-    base = home if scope == SetupScope.USER else project / ".codex"
-    config = base / "config.toml"
-    hooks = base / "hooks.json"
-    agents_md = project / "AGENTS.md"
-    notes: list[str] = []
-
-    def edit_config(text: str | None) -> str | None:
-        theirs = sf.remove_block(text, TOML_MARKERS)
-        _check_toml(theirs, config, ours_removed=True)
-        if remove:
-            return theirs
-        # a table the person already has cannot be opened again in our block: then that
-        # part is left to them (said in the notes)
-        for env, features in ((True, True), (True, False), (False, True), (False, False)):
-            if features and _features_on(theirs):
-                continue
-            new = sf.upsert_block(
-                text, TOML_MARKERS, codex_block(argv, vault, agent, env=env, features=features)
-            )
-            try:
-                _check_toml(new, config, ours_removed=False)
-            except IntegrityError:
-                continue
-            if not env:
-                notes.append(
-                    f"{config} has its own [shell_environment_policy]: add "
-                    f"set = {{ VAULTMEM_VAULT = {_q(str(vault.root))}, VAULTMEM_AGENT = {_q(agent)} }} to it"
-                )
-            if not features and not _features_on(theirs):
-                notes.append(f"{config} has its own [features] table: add hooks = true to it")
-            return new
-        raise IntegrityError(
-            f"{config}: vaultmem's block does not fit", "fix the file and run setup again"
-        )
-
-    md = instructions(vault, agent, Runtime.CODEX, argv)
-    handlers = hook_handlers(Runtime.CODEX, argv, vault, agent)
-    changes = (
-        sf.plan(config, edit_config),
-        sf.hooks_change(hooks, handlers, remove),
-        sf.block_change(agents_md, MD_MARKERS, md, remove),
-    )
-    # the edits are planned (and the notes filled) when the changes are built
-    if not remove:
-        notes.append("Codex asks once to trust new hooks: review and trust vaultmem's in /hooks.")
-    return SetupPlan(Runtime.CODEX, agent, str(vault.root), remove, changes, tuple(notes))
-
-
 # --- Gemini CLI ---------------------------------------------------------------------------------
 
 
@@ -522,7 +403,6 @@ __all__ = [
     "SetupScope",
     "apply_plan",
     "plan_claude_code",
-    "plan_codex",
     "plan_cursor",
     "plan_gemini",
     "plan_generic",
