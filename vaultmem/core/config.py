@@ -162,6 +162,8 @@ class BankSettings:
 @dataclass(frozen=True)
 class SyncSettings:
     pull: str = setting("merge", choices=("merge", "rebase"))  # how `vaultmem sync` pulls
+    # the least time between two background syncs the hooks start (a duration; "never": none)
+    interval: str = "15s"
 
 
 @dataclass(frozen=True)
@@ -272,6 +274,7 @@ def _check_values(config: Config, path: Path) -> Config:
     durations = (
         ("alerts", "window", config.alerts.window, False),
         ("working", "ttl", config.working.ttl, True),
+        ("sync", "interval", config.sync.interval, True),
     )
     for table, key, value, never in durations:
         try:
