@@ -158,6 +158,12 @@ def status(vault: Vault) -> StatusReport:
     from vaultmem.nexus.verify import tail_problems  # layer 3: torn log tails (cheap, no crypto
 
     problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
+    from vaultmem.nexus.trust import pending  # layer 3: settings and keys not accepted here
+
+    problems += [
+        Problem(line.split(": ", 1)[0], "pending-trust", f"{line}; see: vaultmem trust")
+        for line in pending(vault)
+    ]
     from vaultmem.search.manifest import index_problems  # layer 4: no whoosh import
 
     seen = {(p.path, p.kind) for p in problems}
