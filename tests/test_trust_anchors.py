@@ -254,3 +254,30 @@ def test_reading_the_config_does_not_import_cryptography(vault: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_init_here_pins_what_it_adds_and_an_agent_from_a_remote_waits(
+    victim: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from vaultmem.app.lifecycle.scaffold import init
+
+    init(victim, agents=["nova"], reviewers=[])  # a person here adds nova: trusted at once
+    v = Vault.open(victim)
+    assert "nova" in v.config.agents and trust.pending(v) == ()
+    assert signing.agent_keys(v, "nova")[0].approved
+    with attacker(monkeypatch, tmp_path):
+        toml = victim / "vaultmem.toml"
+        toml.write_text(toml.read_text().replace('"nova"]', '"nova", "mira"]'))
+        (victim / "agents/mira").mkdir()
+        (victim / "agents/mira/IDENTITY.md").write_text("# mira\n")
+        mira = signing.create_key(Vault.open(victim), "mira").key_id
+        forged = log.append(Vault.open(victim), "mira", "hello from mira").entry.id
+    v = Vault.open(victim)
+    assert "mira" not in v.config.agents
+    assert trust.pending(v) == (
+        "vaultmem.toml: agents: mira added (not trusted until accepted)",
+        f"agents/mira/keys.md: the first key {mira} of mira is not pinned",
+    )
+    assert _kinds_by_id(_problems(victim))[forged] == {"unapproved-key"}
+    trust.accept(v, acting_agent=None)
+    assert _problems(victim) == []

@@ -148,9 +148,14 @@ def anchors(vault: Vault) -> Anchors:
 
 
 def _update(vault: Vault, change: Any) -> None:
-    pins = _pins(vault)
-    change(pins)
-    pinfile.write_pins(vault.root, pins)
+    """Read, change and write the pins under one lock: two processes pinning at once (two
+    `keys create`) must not lose one another's pin."""
+    from vaultmem.core.locking import exclusive, lock_path
+
+    with exclusive(lock_path(vault, "trust"), vault.config.log.lock_timeout, what="trust pins"):
+        pins = _pins(vault)
+        change(pins)
+        pinfile.write_pins(vault.root, pins)
 
 
 def pin_reviewer_key(vault: Vault, reviewer: str, key_id: str, public: str) -> None:
@@ -391,23 +396,26 @@ def accept(vault: Vault, *, acting_agent: str | None) -> TrustReport:
 
     refuse_acting_agent(acting_agent, "trust changes")
     before = report(vault)
-    pins = _pins(vault)
     settings = before.current["settings"]
     files = before.current["keys"]
-    old_people: dict[str, dict[str, str]] = pins["keys"].get("reviewers") or {}
-    people = {
-        r: {**old_people.get(r, {}), **files["reviewers"].get(r, {})} for r in settings["reviewers"]
-    }
-    old_first: dict[str, str] = pins["keys"].get("agents") or {}
-    first = dict(files["agents"])
-    for name, kid in old_first.items():
-        if name in first and any(k.key_id == kid for k in _key_lines(vault, "agents", name)):
-            first[name] = kid
-    pins["settings"] = settings
-    pins["keys"] = {"reviewers": {r: k for r, k in people.items() if k}, "agents": first}
-    from vaultmem.core.clock import stamp
 
-    pins["accepted_at"] = stamp()
-    pinfile.write_pins(vault.root, pins)
+    def take(pins: dict[str, Any]) -> None:
+        from vaultmem.core.clock import stamp
+
+        old_people: dict[str, dict[str, str]] = pins["keys"].get("reviewers") or {}
+        people = {
+            r: {**old_people.get(r, {}), **files["reviewers"].get(r, {})}
+            for r in settings["reviewers"]
+        }
+        old_first: dict[str, str] = pins["keys"].get("agents") or {}
+        first = dict(files["agents"])
+        for name, kid in old_first.items():
+            if name in first and any(k.key_id == kid for k in _key_lines(vault, "agents", name)):
+                first[name] = kid
+        pins["settings"] = settings
+        pins["keys"] = {"reviewers": {r: k for r, k in people.items() if k}, "agents": first}
+        pins["accepted_at"] = stamp()
+
+    _update(vault, take)
     after = report(Vault.open(vault.root))
     return TrustReport(after.pins_file, after.pinned, after.current, before.changes, accepted=True)
