@@ -377,14 +377,20 @@ def report(vault: Vault) -> TrustReport:
     return TrustReport(str(pinfile.pins_path(vault.root)), pinned, current, tuple(changes))
 
 
+def changes(vault: Vault) -> tuple[Change, ...]:
+    """Every change in the files that this machine has not accepted; `verify` and `status`
+    report each as a `pending-trust` problem of its file."""
+    try:
+        return report(vault).changes
+    except ConfigError as exc:  # the file no longer parses: that is a change too
+        return (Change(config.CONFIG_NAME, exc.message),)
+
+
 def pending(vault: Vault) -> tuple[str, ...]:
     """One human-readable line per change in the files that this machine has not accepted
-    (`vaultmem trust accept`); empty when nothing is pending. The sync pipeline calls it after
-    a merge; `verify` and `status` report each line as a problem."""
-    try:
-        return tuple(c.line() for c in report(vault).changes)
-    except ConfigError as exc:  # the file no longer parses: that is a change too
-        return (f"{config.CONFIG_NAME}: {exc.message}",)
+    (`vaultmem trust accept`), `PATH: what changed`; empty when nothing is pending. The sync
+    pipeline calls it after a merge."""
+    return tuple(c.line() for c in changes(vault))
 
 
 def accept(vault: Vault, *, acting_agent: str | None) -> TrustReport:

@@ -430,11 +430,11 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
                     key.line,
                 )
             )
-    from vaultmem.nexus.trust import pending
+    from vaultmem.nexus.trust import changes
 
     problems += [
-        LogProblem(line.split(": ", 1)[0], "pending-trust", f"{line}; see: vaultmem trust")
-        for line in pending(vault)
+        LogProblem(c.path, "pending-trust", f"{c.message}; see: vaultmem trust")
+        for c in changes(vault)
     ]
     memo = SignatureMemo(vault, use=not full)
     for name in entry.LOGS:

@@ -158,11 +158,11 @@ def status(vault: Vault) -> StatusReport:
     from vaultmem.nexus.verify import tail_problems  # layer 3: torn log tails (cheap, no crypto
 
     problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
-    from vaultmem.nexus.trust import pending  # layer 3: settings and keys not accepted here
+    from vaultmem.nexus.trust import changes  # layer 3: settings and keys not accepted here
 
     problems += [
-        Problem(line.split(": ", 1)[0], "pending-trust", f"{line}; see: vaultmem trust")
-        for line in pending(vault)
+        Problem(c.path, "pending-trust", f"{c.message}; see: vaultmem trust")
+        for c in changes(vault)
     ]
     from vaultmem.search.manifest import index_problems  # layer 4: no whoosh import
 
