@@ -75,6 +75,7 @@ def test_a_key_of_one_machine_cannot_continue_another_machines_chain(
     vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     v1 = make_keys(vault, "ella")
+    signing.create_key(v1, "chiara")  # the reviewer's key, on her first machine
     log.append(v1, "ella", "on the first machine")
     # a second machine (its own VAULTMEM_HOME): its own key, its own chain ella.<device>
     home1 = tmp_path / "home-1"
