@@ -390,7 +390,10 @@ def toml_list(names: list[str] | tuple[str, ...]) -> str:
     return "[" + ", ".join(json.dumps(n) for n in names) + "]"
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: Path, *, pinned: bool = True) -> Config:
+    """The vault's config as this machine enforces it: the file's settings, with the security
+    settings taken from this machine's pins (`pinned`, see `effective`); `pinned=False` gives
+    the file as it is."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -401,7 +404,12 @@ def load_config(path: Path) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text", "re-save the file as UTF-8") from exc
-    return parse_config(text, path)
+    config = parse_config(text, path)
+    if not pinned:
+        return config
+    from vaultmem.core.pins import effective  # this machine's trust pins (one small JSON read)
+
+    return effective(config, path.parent)
 
 
 # --- environment (entry points only) -------------------------------------------------------

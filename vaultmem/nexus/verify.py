@@ -32,6 +32,7 @@ PROBLEM_KINDS = (
     "orphan-metadata",  # a metadata comment without a header
     "misplaced",  # a decisions entry in the live log or the reverse
     "conflict-markers",  # git left <<<<<<< ======= >>>>>>> lines in a file vaultmem owns
+    "pending-trust",  # a security setting or key this machine has not accepted (nexus/trust.py)
 )
 
 
@@ -204,7 +205,8 @@ def _verify_log(
                 bad(
                     "unapproved-key",
                     f"{e.id} is signed with {e.key}, a key of {e.agent} that is not approved "
-                    f"({pk.approval}); a reviewer approves it with: vaultmem keys approve {e.key}",
+                    f"({pk.approval}); a reviewer approves it with: vaultmem keys approve {e.key} "
+                    f"--reviewer {pk.reviewer or 'NAME'}",
                 )
         good.append((rel, e))
 
@@ -431,11 +433,17 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
                     "unapproved-key",
                     f"{key.key_id} of {key.agent} is not approved ({key.approval}); "
                     f"a reviewer approves it with: vaultmem keys approve {key.key_id} "
-                    "--reviewer NAME",
+                    f"--reviewer {key.reviewer or 'NAME'}",
                     key.key_id,
                     key.line,
                 )
             )
+    from vaultmem.nexus.trust import changes
+
+    problems += [
+        LogProblem(c.path, "pending-trust", f"{c.message}; see: vaultmem trust")
+        for c in changes(vault)
+    ]
     memo = SignatureMemo(vault, use=not full)
     for name in entry.LOGS:
         c, p = _verify_log(vault, name, keys, memo)

@@ -175,6 +175,12 @@ def status(vault: Vault) -> StatusReport:
 
     problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
     problems += conflict_problems(vault)
+    from vaultmem.nexus.trust import changes  # layer 3: settings and keys not accepted here
+
+    problems += [
+        Problem(c.path, "pending-trust", f"{c.message}; see: vaultmem trust")
+        for c in changes(vault)
+    ]
     from vaultmem.search.manifest import index_problems  # layer 4: no whoosh import
 
     seen = {(p.path, p.kind) for p in problems}
