@@ -67,6 +67,10 @@ def ensure_local_config(root: Path) -> None:
             git(root, "config", f"merge.{name}.driver", driver)
     if "core.symlinks=false" not in config:
         git(root, "config", "core.symlinks", "false")
+    # the commit under the sync barrier deflates every changed file (a live log of megabytes):
+    # zlib level 1 halves that wait for writers; packs (gc) compress as they always did
+    if "core.loosecompression=" not in config.lower():
+        git(root, "config", "core.looseCompression", "1")
     info = Path(git(root, "rev-parse", "--git-path", "info/exclude").stdout.strip())
     info = info if info.is_absolute() else root / info
     have = info.read_text(encoding="utf-8") if info.exists() else ""
