@@ -19,13 +19,15 @@ This is the only module that imports mcp (an optional extra: `pip install vaultm
 
 from __future__ import annotations
 
-import json
+import io
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
+from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -75,8 +77,19 @@ def cleaned(values: list[str] | None) -> list[str]:
     return [v.strip() for v in values or []]
 
 
-def build_server(vault_path: Path | None, agent: str) -> Any:
-    """Create the MCP server for `agent` in the vault at `vault_path` (or found from cwd)."""
+def text_result(text: str, data: dict[str, Any]) -> CallToolResult:
+    """A reply whose value is text for the model: the text block, and structured content that
+    carries the same text (the part Claude Code and Codex show the model when it is there)."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def build_server(
+    vault_path: Path | None, agent: str, deliveries: replies.Deliveries | None = None
+) -> Any:
+    """Create the MCP server for `agent` in the vault at `vault_path` (or found from cwd).
+
+    What a tool marks as seen waits in `deliveries` until the transport has written its result
+    (`serve`); without a transport that reports it, nothing is marked."""
     from mcp.server.mcpserver import MCPServer
 
     from vaultmem import __version__
@@ -90,6 +103,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     except VaultmemError as exc:
         problem = exc
         sys.stderr.write(f"vaultmem mcp: {exc}; every call will report this\n")
+    deliveries = deliveries if deliveries is not None else replies.Deliveries()
     instructions = replies.INSTRUCTIONS.format(agent=agent or "?")
     if problem is not None:
         instructions = f"vaultmem cannot serve agent {agent!r}: {problem}\n\n" + instructions
@@ -116,6 +130,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         peek: Annotated[
             bool, Field(description="Leave the new log entries unread (the cursor stays).")
         ] = False,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Your session pack as markdown (identity, active decisions, your checkpoint, log
         entries from other agents since your last read, project state, memory indexes, your
@@ -125,16 +140,13 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
 
         v = vault()
         markdown, data, pack = replies.read_reply(v, me(v), budget=budget, peek=peek, query=query)
-        result = CallToolResult(
-            content=[
-                TextContent(type="text", text=markdown),
-                TextContent(type="text", text=json.dumps(data, ensure_ascii=False)),
-            ],
-            structured_content=data,
-        )
-        commit_cursor(v, pack)  # the reply is built: these entries now count as read
-        record_receipt(v, pack)
-        return result
+
+        def seen() -> None:  # once the reply reached the client: these entries count as read
+            commit_cursor(v, pack)
+            record_receipt(v, pack)
+
+        deliveries.after(ctx.request_id if ctx else None, seen)
+        return text_result(markdown, replies.with_markdown(markdown, data))
 
     def append(
         summary: Annotated[str, Field(description="One line: what happened or what is needed.")],
@@ -216,6 +228,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
             Literal["keyword", "semantic", "hybrid"] | None,
             Field(description="keyword, semantic or hybrid (default: the vault's setting)."),
         ] = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Search what you may see in the vault (shared notes and facts, the log, decisions,
         your own folder; never another agent's private notes or pending facts). Each hit has
@@ -231,8 +244,39 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         data = dict(result.to_dict())
         ids = [h.id for h in result.hits if h.id]
         paths = [f"{h.path}:{h.line_start}-{h.line_end}" for h in result.hits if not h.id]
-        record(v, who, "recall", ids, paths)
+        deliveries.after(
+            ctx.request_id if ctx else None, lambda: record(v, who, "recall", ids, paths)
+        )
         return data
+
+    def show(
+        spec: Annotated[
+            str,
+            Field(
+                description="A note and optional line range, as a recall hit gives it: "
+                "wiki/stripe.md:12-30."
+            ),
+        ],
+        lines: Annotated[
+            int, Field(description="How many lines without an end line.", ge=1, le=2000)
+        ] = 40,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
+        """The lines of a note a recall hit points at (scoped like recall: shared notes and
+        your own folder). The text is the note's own markdown."""
+        from vaultmem.app.pack.receipts import record
+        from vaultmem.search.show import show as do_show
+
+        v = vault()
+        who = me(v)
+        shown = do_show(v, spec, agent=who, lines=lines)
+        where = f"{shown.path}:{shown.line_start}-{shown.line_end}"
+        tail = " (more lines follow)" if shown.cut else ""
+        text = f"{where} of {shown.total_lines} lines{tail}\n\n{shown.text}"
+        deliveries.after(
+            ctx.request_id if ctx else None, lambda: record(v, who, "show", [], [where])
+        )
+        return text_result(text, shown.to_dict())
 
     def decide(
         text: Annotated[str, Field(description="The decision, one line.")],
@@ -375,6 +419,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         (append, ADDS),
         (log, READS),
         (recall, READS),
+        (show, READS),
         (decide, ADDS),
         (decisions, READS),
         (checkpoint, ADDS),  # replaces the checkpoint; every version stays in the journal
@@ -387,7 +432,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         server.tool(name=fn.__name__, description=fn.__doc__, annotations=hints)(_tool_errors(fn))
     from vaultmem.mcp.coord import coordination_tools
 
-    for fn, hints in coordination_tools(vault, me, reads=READS, adds=ADDS):
+    for fn, hints in coordination_tools(vault, me, deliveries, reads=READS, adds=ADDS):
         server.tool(name=fn.__name__, description=fn.__doc__, annotations=hints)(_tool_errors(fn))
     _resources_and_prompts(server, vault, me)
     return server
@@ -476,6 +521,47 @@ def _resources_and_prompts(
     server.prompt(name="end-session", description=end_session.__doc__)(end_session)
 
 
+class _Wire(io.TextIOWrapper):
+    """UTF-8 text over stdout's buffer that leaves the buffer open when it goes away."""
+
+    def close(self) -> None:
+        with suppress(ValueError):
+            self.detach()
+
+
+class _ReportingOut:
+    """stdout for the stdio transport that tells `deliveries` each line it has flushed."""
+
+    def __init__(self, out: Any, deliveries: replies.Deliveries) -> None:
+        self._out, self._deliveries = out, deliveries
+        self._lines: list[str] = []
+
+    async def write(self, text: str) -> None:
+        await self._out.write(text)
+        self._lines.append(text)
+
+    async def flush(self) -> None:
+        await self._out.flush()
+        lines, self._lines = self._lines, []
+        for line in lines:
+            self._deliveries.sent(line)
+
+
 def serve(vault_path: Path | None, agent: str) -> None:
     """Run the server on stdio until the client disconnects."""
-    build_server(vault_path, agent).run("stdio")
+    import anyio
+    from anyio import AsyncFile
+    from mcp.server.stdio import stdio_server
+
+    deliveries = replies.Deliveries()
+    server = build_server(vault_path, agent, deliveries)
+    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async, with our stdout
+
+    async def run() -> None:
+        wire = _Wire(sys.stdout.buffer, encoding="utf-8")
+        out = _ReportingOut(anyio.wrap_file(wire), deliveries)
+        # stdio_server only writes and flushes its stdout
+        async with stdio_server(stdout=cast("AsyncFile[str]", out)) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    anyio.run(run)
