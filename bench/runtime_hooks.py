@@ -1,11 +1,13 @@
 """What vaultmem's hooks cost inside the real Claude Code CLI, against a fake model API.
 
 The same multi-turn session (`claude -p --input-format stream-json`, N prompts, the "model"
-answering at once) in two projects: one after `vaultmem setup claude-code` (hooks and the MCP
-server), one without. Per run: the time to the first turn's result (session start included), and
-each later turn's time from sending the prompt to its result. Per hook: the time between Claude
-Code's `hook_started` and `hook_response` events (stream-json, `--verbose`), as this process
-reads them. Medians over the runs; `python -c pass` is measured in the same run as F.
+answering at once) in two projects: one after `vaultmem setup claude-code` with its hooks only
+(the `.mcp.json` server removed: it starts beside the session, not in a turn's path), one
+without anything. Per run: the time to the first turn's result (session start included), and
+each later turn's time from sending the prompt to its result. Per hook: each hook command is
+wrapped in a shell timer (`date +%s%N` before and after, a few ms of its own) that logs how long
+Claude Code's call of it took. Medians over the runs; `python -c pass` is measured in the same
+run as F (on a loaded machine F grows, and every figure with it).
 
     python bench/runtime_hooks.py [--runs 3] [--turns 5]
 
@@ -33,11 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import precompile, scratch_vault  # noqa: E402
 
 from tests._fake_model_api import FakeModelAPI  # noqa: E402
-from tests.e2e._runtimes import BIN, ClaudeCode, Run  # noqa: E402
+from tests.e2e._runtimes import BIN, PACKAGES, ClaudeCode, Run  # noqa: E402
 
 
 def session(api: FakeModelAPI, home: Path, project: Path, turns: int) -> Run:
     cc = ClaudeCode(api, home, project)
+    cc.extra_env = {"MCP_CONNECTION_NONBLOCKING": "true"}  # Claude Code's default
     return cc.turns(*(f"Turn {i + 1}: carry on." for i in range(turns)), timeout=300)
 
 
@@ -47,18 +50,27 @@ def turn_times(run: Run) -> list[float]:
     return [end - start for start, end in zip(run.sent, results, strict=False)]
 
 
-def hook_times(run: Run) -> dict[str, list[float]]:
-    started: dict[str, float] = {}
+def time_hooks(settings: Path, log: Path) -> None:
+    """Wrap each hook command of `settings` in a shell timer that appends `EVENT START END`
+    (nanoseconds) to `log`; stdin, stdout and the exit code pass through."""
+    data = json.loads(settings.read_text())
+    for event, groups in data["hooks"].items():
+        for group in groups:
+            for hook in group["hooks"]:
+                cmd = hook["command"]
+                hook["command"] = (
+                    f"s=$(date +%s%N); {cmd}; r=$?; "
+                    f'echo "{event} $s $(date +%s%N)" >> {log}; exit $r'
+                )
+    settings.write_text(json.dumps(data, indent=2))
+
+
+def hook_times(log: Path) -> dict[str, list[float]]:
     out: dict[str, list[float]] = defaultdict(list)
-    for at, line in run.stamps:
-        data = _json(line)
-        if data.get("type") != "system":
-            continue
-        if data.get("subtype") == "hook_started":
-            started[str(data.get("hook_id"))] = at
-        elif data.get("subtype") == "hook_response" and str(data.get("hook_id")) in started:
-            name = str(data.get("hook_name") or data.get("hook_event"))
-            out[name].append(at - started.pop(str(data.get("hook_id"))))
+    if log.exists():
+        for line in log.read_text().splitlines():
+            event, start, end = line.split()
+            out[event].append((int(end) - int(start)) / 1e9)
     return out
 
 
@@ -103,18 +115,20 @@ def main() -> None:
     from tests._cli import run_cli
 
     with FakeModelAPI() as api:
-        ClaudeCode(api, home, with_hooks)  # the folders and the approved .mcp.json
+        ClaudeCode(api, home, with_hooks)  # the folders
         res = run_cli(
             "setup", "claude-code", "--agent", "ella", "--vault", str(vault),
             "--project", str(with_hooks),
         )  # fmt: skip
         if res.exit_code != 0:
             raise SystemExit(res.stderr)
+        (with_hooks / ".mcp.json").unlink()
+        log = base / "hooks.log"
+        time_hooks(with_hooks / ".claude" / "settings.json", log)
         without.mkdir(parents=True, exist_ok=True)
         first: dict[str, list[float]] = defaultdict(list)
         later: dict[str, list[float]] = defaultdict(list)
         whole: dict[str, list[float]] = defaultdict(list)
-        hooks: dict[str, list[float]] = defaultdict(list)
         for _ in range(args.runs):
             for name, project in (("without", without), ("with hooks", with_hooks)):
                 run = session(api, home, project, args.turns)
@@ -122,11 +136,10 @@ def main() -> None:
                 first[name].append(times[0])
                 later[name] += times[1:]
                 whole[name].append(run.seconds)
-                if name == "with hooks":
-                    for hook, values in hook_times(run).items():
-                        hooks[hook] += values
+    hooks = hook_times(log)
     f = python_pass()
-    print(f"Claude Code {BIN['claude'].resolve().parent.parent.name}, {args.runs} runs of "
+    version = next(p for p in PACKAGES if "claude-code" in p)
+    print(f"{version}, {args.runs} runs of "
           f"{args.turns} turns; F = python -c pass = {f * 1000:.1f} ms")  # fmt: skip
     print()
     print("| session | first turn (start included) | each later turn | whole session |")

@@ -115,6 +115,8 @@ class ClaudeCode:
         )  # fmt: skip
         assert res.exit_code == 0, res.stderr
 
+    extra_env: dict[str, str] = {}  # noqa: RUF012 (replaced, never mutated: bench overrides)
+
     def env(self) -> dict[str, str]:
         return {
             **base_env(self.home),
@@ -129,6 +131,7 @@ class ClaudeCode:
             # rather than behind ToolSearch, so a scripted MCP call is deterministic
             "MCP_CONNECTION_NONBLOCKING": "false",
             "ENABLE_TOOL_SEARCH": "false",
+            **self.extra_env,
         }
 
     def run(self, prompt: str, *args: str, timeout: float = 120) -> Run:

@@ -227,3 +227,19 @@ def test_what_is_seen_is_recorded_only_for_a_delivered_result() -> None:
     d.sent('{"jsonrpc": "2.0", "id": 1, "result": {"content": []}}')
     d.sent('{"jsonrpc": "2.0", "id": 1, "result": {"content": []}}')  # once
     assert ran == ["ok"]
+
+
+def test_the_server_setup_writes_starts_without_typer() -> None:
+    # a runtime gives the server about a second before its first request (claude -p does not
+    # wait): `vaultmem mcp --vault V --agent A` skips typer's start-up
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, vaultmem.mcp.server as s\n"
+        "s.serve = lambda v, a: print('typer' in sys.modules, v, a)\n"
+        "from vaultmem.cli.main import _serve_mcp\n"
+        "print(_serve_mcp(['--vault', '/v', '--agent=ella']), _serve_mcp(['--agent', 'ella']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "/v", "ella", "True", "False"]
