@@ -19,13 +19,11 @@ This is the only module that imports mcp (an optional extra: `pip install vaultm
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Callable
-from contextlib import suppress
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -434,134 +432,15 @@ def build_server(
 
     for fn, hints in coordination_tools(vault, me, deliveries, reads=READS, adds=ADDS):
         server.tool(name=fn.__name__, description=fn.__doc__, annotations=hints)(_tool_errors(fn))
-    _resources_and_prompts(server, vault, me)
+    from vaultmem.mcp.views import resources_and_prompts
+
+    resources_and_prompts(server, vault, me)
     return server
-
-
-def _resources_and_prompts(
-    server: Any, vault: Callable[[], Vault], me: Callable[[Vault], str]
-) -> None:
-    """Read-only views a client can attach, and the two prompts of a session."""
-
-    def resource(uri: str, name: str, description: str) -> Callable[[Callable[[], str]], None]:
-        def register(fn: Callable[[], str]) -> None:
-            @wraps(fn)
-            def guarded() -> str:
-                try:
-                    return fn()
-                except VaultmemError as exc:
-                    return f"vaultmem: {exc.kind} (exit {exc.exit_code}): {exc}"
-
-            server.resource(uri, name=name, description=description, mime_type="text/markdown")(
-                guarded
-            )
-
-        return register
-
-    @resource(
-        "vaultmem://memory/shared", "shared-memory", "memory/MEMORY.md: the shared index of facts."
-    )
-    def shared_memory() -> str:
-        v = vault()
-        me(v)
-        return replies.file_text(v, "memory/MEMORY.md")
-
-    @resource("vaultmem://agent/identity", "identity", "Your IDENTITY.md: who you are.")
-    def identity() -> str:
-        v = vault()
-        return replies.file_text(v, v.rel(v.identity(me(v))))
-
-    @resource("vaultmem://agent/memory", "agent-memory", "Your own MEMORY.md index.")
-    def agent_memory() -> str:
-        v = vault()
-        return replies.file_text(v, v.rel(v.agent_memory_index(me(v))))
-
-    @resource("vaultmem://state", "project-state", "nexus/project-state.md: one section per topic.")
-    def project_state() -> str:
-        v = vault()
-        me(v)
-        return replies.file_text(v, "nexus/project-state.md")
-
-    @resource("vaultmem://decisions", "decisions", "The active decisions, with their reasons.")
-    def active_decisions() -> str:
-        v = vault()
-        me(v)
-        return replies.decisions_text(v)
-
-    def start_session(
-        topic: Annotated[
-            str | None, Field(description="What the session is about (adds recall hits).")
-        ] = None,
-    ) -> str:
-        """Load your session context from the shared memory (the `read` pack, peeked: the
-        cursor moves when you call `read`)."""
-        try:
-            v = vault()
-            who = me(v)
-            markdown, _data, _pack = replies.read_reply(v, who, budget=None, peek=True, query=topic)
-        except VaultmemError as exc:
-            return f"vaultmem: {exc}"
-        return replies.start_session_text(v, who, markdown)
-
-    def end_session() -> str:
-        """Wrap up a session: append what the others must know, save your checkpoint, retain
-        the facts worth keeping."""
-        from vaultmem.nexus.checkpoints import show_checkpoint
-
-        try:
-            v = vault()
-            who = me(v)
-            cp = show_checkpoint(v, who)
-        except VaultmemError as exc:
-            return f"vaultmem: {exc}"
-        current = "\n".join(x for x in (cp.task and f"Task: {cp.task}", cp.text) if x) or None
-        return replies.end_session_text(who, current)
-
-    server.prompt(name="start-session", description=start_session.__doc__)(start_session)
-    server.prompt(name="end-session", description=end_session.__doc__)(end_session)
-
-
-class _Wire(io.TextIOWrapper):
-    """UTF-8 text over stdout's buffer that leaves the buffer open when it goes away."""
-
-    def close(self) -> None:
-        with suppress(ValueError):
-            self.detach()
-
-
-class _ReportingOut:
-    """stdout for the stdio transport that tells `deliveries` each line it has flushed."""
-
-    def __init__(self, out: Any, deliveries: replies.Deliveries) -> None:
-        self._out, self._deliveries = out, deliveries
-        self._lines: list[str] = []
-
-    async def write(self, text: str) -> None:
-        await self._out.write(text)
-        self._lines.append(text)
-
-    async def flush(self) -> None:
-        await self._out.flush()
-        lines, self._lines = self._lines, []
-        for line in lines:
-            self._deliveries.sent(line)
 
 
 def serve(vault_path: Path | None, agent: str) -> None:
     """Run the server on stdio until the client disconnects."""
-    import anyio
-    from anyio import AsyncFile
-    from mcp.server.stdio import stdio_server
+    from vaultmem.mcp.stdio import run
 
     deliveries = replies.Deliveries()
-    server = build_server(vault_path, agent, deliveries)
-    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async, with our stdout
-
-    async def run() -> None:
-        wire = _Wire(sys.stdout.buffer, encoding="utf-8")
-        out = _ReportingOut(anyio.wrap_file(wire), deliveries)
-        # stdio_server only writes and flushes its stdout
-        async with stdio_server(stdout=cast("AsyncFile[str]", out)) as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-
-    anyio.run(run)
+    run(build_server(vault_path, agent, deliveries), deliveries)
