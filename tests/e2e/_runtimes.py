@@ -63,12 +63,9 @@ def base_env(home: Path) -> dict[str, str]:
 
 def make_keys(vault: Path, *agents: str) -> None:
     """A signing key per agent on this machine, approved by the example vault's reviewer."""
-    for agent in agents:
-        res = run_cli("keys", "create", "--vault", str(vault), "--agent", agent, "--json")
-        assert res.exit_code == 0, res.stderr
-        key = json.loads(res.stdout)["key_id"]
-        res = run_cli("keys", "approve", key, "--vault", str(vault), "--reviewer", "chiara")
-        assert res.exit_code == 0, res.stderr
+    from tests._layer3_helpers import make_keys as create
+
+    create(vault, *agents)
 
 
 def vaultmem(*args: str) -> str:

@@ -7,8 +7,6 @@ import json
 import time
 from pathlib import Path
 
-import pytest
-
 from tests._fake_model_api import FakeModelAPI
 from tests.e2e._runtimes import (
     ClaudeCode,
@@ -17,11 +15,6 @@ from tests.e2e._runtimes import (
     tool_results,
     turn_text,
     vaultmem,
-)
-
-HOOKS_BRANCH = (
-    "needs the hook semantics from the other branch (app/hooks/*: cursor per entry shown, "
-    "delta on resume/compact): issue 21"
 )
 
 
@@ -99,7 +92,6 @@ def test_session_end_queues_the_transcript(api: FakeModelAPI, vault: Path, tmp_p
     assert any("staging database resets every Sunday" in t for t in sent), sent[:1]
 
 
-@pytest.mark.xfail(strict=False, reason=HOOKS_BRANCH)
 def test_resume_gets_a_delta_not_another_pack(
     api: FakeModelAPI, vault: Path, tmp_path: Path
 ) -> None:
@@ -115,7 +107,6 @@ def test_resume_gets_a_delta_not_another_pack(
     assert packs_in(seen) == 1, packs_in(seen)  # the first pack, in history; no second one
 
 
-@pytest.mark.xfail(strict=False, reason=HOOKS_BRANCH)
 def test_compact_then_resume_holds_one_pack(api: FakeModelAPI, vault: Path, tmp_path: Path) -> None:
     make_keys(vault, "ella")
     cc = claude(api, tmp_path)
@@ -128,7 +119,6 @@ def test_compact_then_resume_holds_one_pack(api: FakeModelAPI, vault: Path, tmp_
     assert packs_in(seen) <= 1, packs_in(seen)
 
 
-@pytest.mark.xfail(strict=False, reason=HOOKS_BRANCH)
 def test_nothing_not_shown_is_marked_seen(api: FakeModelAPI, vault: Path, tmp_path: Path) -> None:
     make_keys(vault, "ella", "lyra")
     cc = claude(api, tmp_path)

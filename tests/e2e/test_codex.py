@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests._fake_model_api import FakeModelAPI
 from tests.e2e._runtimes import PACK, Codex, make_keys, packs_in, tool_results, turn_text
 from tests.e2e.test_claude_code import vaultmem_append
 
-CODEX_HOOKS_BRANCH = (
-    "needs `setup codex` to install Codex hooks (app/setup/*, app/hooks/*), on the other "
-    "branch: issue 21"
-)
+# Codex runs a new hook only once a person has trusted it (the TUI records its hash in
+# config.toml; openai/codex#46210): `codex exec` stands for that with this flag
+TRUSTED_HOOKS = "--dangerously-bypass-hook-trust"
 
 
 def test_mcp_read_shows_the_model_the_markdown_and_the_handoff(
@@ -34,11 +31,10 @@ def test_mcp_read_shows_the_model_the_markdown_and_the_handoff(
     assert str(handoff["id"]) in shown
 
 
-@pytest.mark.xfail(strict=False, reason=CODEX_HOOKS_BRANCH)
 def test_the_pack_reaches_the_model_unasked(api: FakeModelAPI, vault: Path, tmp_path: Path) -> None:
     make_keys(vault, "lyra")
     cx = Codex(api, Path.home(), tmp_path / "web")
     cx.setup(vault, "lyra")
-    cx.run("What should I work on today?")
+    cx.run("What should I work on today?", TRUSTED_HOOKS)
     first = turn_text(api.main_calls()[0].body)
     assert packs_in(first) == 1 and PACK + "lyra" in first
