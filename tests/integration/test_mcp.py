@@ -39,12 +39,15 @@ def test_read_reply_is_the_pack_plus_compact_data(vault: Path) -> None:
         vault, "ella", ("read", {"peek": True}), ("read", {"peek": True, "budget": 700})
     )
     assert full.content[0].text.strip() == cli.stdout.strip()  # the pack as the CLI prints it
-    reply = sum(len(c.text) for c in full.content) + len(json.dumps(full.structured_content))
-    assert reply < 1.3 * len(cli.stdout)  # no second copy of every section
+    # Claude Code and Codex show the model the structured part when there is one: it carries
+    # the markdown too, and the compact data, not every section again
+    assert full.structured_content["markdown"] == full.content[0].text
+    assert len(full.content) == 1
+    assert len(json.dumps(full.structured_content)) < 1.3 * len(cli.stdout)
     data = payload(small)
     assert data["tokens"] <= 700 and data["budget"] == 700 and data["dropped"]
-    replied = sum(len(c.text) for c in small.content) + len(json.dumps(small.structured_content))
-    assert (replied + 3) // 4 <= 700  # the budget counts the whole reply
+    shown = max(len(small.content[0].text), len(json.dumps(small.structured_content)))
+    assert (shown + 3) // 4 <= 700  # the budget counts what the model is shown
 
 
 def test_errors_are_tool_errors(vault: Path) -> None:
@@ -197,3 +200,46 @@ def test_shared_state_and_retain_and_recall_tools(vault: Path) -> None:
     assert "Refunds in progress" in state["text"]
     assert retained["outcome"] == "inserted"
     assert any(h["path"] == "agents/ella/checkpoint.md" for h in hits["hits"])
+
+
+def test_text_tools_carry_their_text_in_the_structured_part(vault: Path) -> None:
+    # Claude Code and Codex hand the model structuredContent alone when it is present
+    _tools, (pack, shown) = call(
+        vault, "ella", ("read", {"peek": True}), ("show", {"spec": "agents/ella/IDENTITY.md:1-5"})
+    )
+    assert "Ella is the backend engineer" in pack.structured_content["markdown"]
+    assert pack.structured_content["markdown"] == pack.content[0].text
+    assert shown.structured_content["path"] == "agents/ella/IDENTITY.md"
+    assert shown.structured_content["text"] in shown.content[0].text
+
+
+def test_what_is_seen_is_recorded_only_for_a_delivered_result() -> None:
+    from vaultmem.mcp.replies import Deliveries
+
+    ran: list[str] = []
+    d = Deliveries()
+    d.after(1, lambda: ran.append("ok"))
+    d.after(2, lambda: ran.append("failed"))
+    d.after("3", lambda: ran.append("error"))
+    d.sent('{"jsonrpc": "2.0", "id": 2, "result": {"content": [], "isError": true}}')
+    d.sent('{"jsonrpc": "2.0", "id": "3", "error": {"code": -32603, "message": "x"}}')
+    assert ran == []
+    d.sent('{"jsonrpc": "2.0", "id": 1, "result": {"content": []}}')
+    d.sent('{"jsonrpc": "2.0", "id": 1, "result": {"content": []}}')  # once
+    assert ran == ["ok"]
+
+
+def test_the_server_setup_writes_starts_without_typer() -> None:
+    # a runtime gives the server about a second before its first request (claude -p does not
+    # wait): `vaultmem mcp --vault V --agent A` skips typer's start-up
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, vaultmem.mcp.server as s\n"
+        "s.serve = lambda v, a: print('typer' in sys.modules, v, a)\n"
+        "from vaultmem.cli.main import _serve_mcp\n"
+        "print(_serve_mcp(['--vault', '/v', '--agent=ella']), _serve_mcp(['--agent', 'ella']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "/v", "ella", "True", "False"]

@@ -42,6 +42,8 @@ def _main() -> None:
         return
     if argv[:2] in (["hook", "stop"], ["hook", "pre-compact"]) and _detached(argv[1]):
         return
+    if argv[:1] == ["mcp"] and _serve_mcp(argv[1:]):
+        return
     from vaultmem.cli.fast import try_fast
 
     if try_fast(argv):
@@ -89,3 +91,31 @@ def _detached(event: str) -> bool:
         return True
     sys.stdin = io.StringIO(payload)
     return False
+
+
+def _serve_mcp(args: list[str]) -> bool:
+    """`vaultmem mcp --vault V --agent A`, as setup writes it, without loading typer: a runtime
+    starts the server beside each session and gives it about a second before the first request
+    (Claude Code's `claude -p` does not wait). Anything else goes through typer as usual."""
+    values: dict[str, str] = {}
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        name, eq, value = arg.partition("=")
+        if name not in ("--vault", "--agent") or name in values:
+            return False
+        if not eq:
+            if not rest:
+                return False
+            value = rest.pop(0)
+        values[name] = value
+    if set(values) != {"--vault", "--agent"} or not all(values.values()):
+        return False
+    try:
+        from vaultmem.mcp.server import serve
+    except ImportError:  # the mcp extra is missing: typer's command says so
+        return False
+    from pathlib import Path
+
+    serve(Path(values["--vault"]), values["--agent"])
+    return True

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from vaultmem.core.secrets import notices
 from vaultmem.core.vault import Vault
+from vaultmem.mcp.replies import Deliveries
 
 Key = Annotated[str, Field(description="A name for the value (letters, digits, - _ . :).")]
 Thread = Annotated[str | None, Field(description="Keep it per thread (a conversation, a task).")]
@@ -19,26 +22,38 @@ Ttl = Annotated[
 
 
 def coordination_tools(
-    vault: Callable[[], Vault], me: Callable[[Vault], str], *, reads: Any, adds: Any
-) -> tuple[tuple[Callable[..., dict[str, Any]], Any], ...]:
+    vault: Callable[[], Vault],
+    me: Callable[[Vault], str],
+    deliveries: Deliveries,
+    *,
+    reads: Any,
+    adds: Any,
+) -> tuple[tuple[Callable[..., Any], Any], ...]:
     """(tool, annotations) for the inbox, alerts, resolve and working-memory tools."""
 
     def strip(value: str | None) -> str | None:
         return value.strip() if isinstance(value, str) else value
 
-    def inbox() -> dict[str, Any]:
+    def inbox(ctx: Context | None = None) -> CallToolResult:
         """What is open for you: entries addressed to you (or to all) that you have not acked
         and nobody resolved, however old, oldest first. Ack one with `append` (type "ack",
         `acks`: [its id]) once handled."""
         from vaultmem.app.pack.inbox import inbox as do_inbox
+        from vaultmem.app.pack.inbox import inbox_section
         from vaultmem.app.pack.receipts import record
 
         v = vault()
         who = me(v)
         view = do_inbox(v, who)
-        data = view.to_dict()
-        record(v, who, "inbox", [i.id for i in view.items])
-        return data
+        data = view.to_dict()  # each item's summary and body: the text the model needs
+        section = inbox_section(view)
+        ids = [i.id for i in view.items]
+        deliveries.after(ctx.request_id if ctx else None, lambda: record(v, who, "inbox", ids))
+        markdown = f"## {section.title}\n\n{section.text}"
+        return CallToolResult(
+            content=[TextContent(type="text", text=markdown)],
+            structured_content=data,
+        )
 
     def alerts(
         all: Annotated[bool, Field(description="Resolved alerts too.")] = False,

@@ -19,13 +19,13 @@ This is the only module that imports mcp (an optional extra: `pip install vaultm
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
+from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -75,8 +75,19 @@ def cleaned(values: list[str] | None) -> list[str]:
     return [v.strip() for v in values or []]
 
 
-def build_server(vault_path: Path | None, agent: str) -> Any:
-    """Create the MCP server for `agent` in the vault at `vault_path` (or found from cwd)."""
+def text_result(text: str, data: dict[str, Any]) -> CallToolResult:
+    """A reply whose value is text for the model: the text block, and structured content that
+    carries the same text (the part Claude Code and Codex show the model when it is there)."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def build_server(
+    vault_path: Path | None, agent: str, deliveries: replies.Deliveries | None = None
+) -> Any:
+    """Create the MCP server for `agent` in the vault at `vault_path` (or found from cwd).
+
+    What a tool marks as seen waits in `deliveries` until the transport has written its result
+    (`serve`); without a transport that reports it, nothing is marked."""
     from mcp.server.mcpserver import MCPServer
 
     from vaultmem import __version__
@@ -90,6 +101,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
     except VaultmemError as exc:
         problem = exc
         sys.stderr.write(f"vaultmem mcp: {exc}; every call will report this\n")
+    deliveries = deliveries if deliveries is not None else replies.Deliveries()
     instructions = replies.INSTRUCTIONS.format(agent=agent or "?")
     if problem is not None:
         instructions = f"vaultmem cannot serve agent {agent!r}: {problem}\n\n" + instructions
@@ -116,6 +128,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         peek: Annotated[
             bool, Field(description="Leave the new log entries unread (the cursor stays).")
         ] = False,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Your session pack as markdown (identity, active decisions, your checkpoint, log
         entries from other agents since your last read, project state, memory indexes, your
@@ -125,16 +138,13 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
 
         v = vault()
         markdown, data, pack = replies.read_reply(v, me(v), budget=budget, peek=peek, query=query)
-        result = CallToolResult(
-            content=[
-                TextContent(type="text", text=markdown),
-                TextContent(type="text", text=json.dumps(data, ensure_ascii=False)),
-            ],
-            structured_content=data,
-        )
-        commit_cursor(v, pack)  # the reply is built: these entries now count as read
-        record_receipt(v, pack)
-        return result
+
+        def seen() -> None:  # once the reply reached the client: these entries count as read
+            commit_cursor(v, pack)
+            record_receipt(v, pack)
+
+        deliveries.after(ctx.request_id if ctx else None, seen)
+        return text_result(markdown, replies.with_markdown(markdown, data))
 
     def append(
         summary: Annotated[str, Field(description="One line: what happened or what is needed.")],
@@ -216,6 +226,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
             Literal["keyword", "semantic", "hybrid"] | None,
             Field(description="keyword, semantic or hybrid (default: the vault's setting)."),
         ] = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Search what you may see in the vault (shared notes and facts, the log, decisions,
         your own folder; never another agent's private notes or pending facts). Each hit has
@@ -231,8 +242,39 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         data = dict(result.to_dict())
         ids = [h.id for h in result.hits if h.id]
         paths = [f"{h.path}:{h.line_start}-{h.line_end}" for h in result.hits if not h.id]
-        record(v, who, "recall", ids, paths)
+        deliveries.after(
+            ctx.request_id if ctx else None, lambda: record(v, who, "recall", ids, paths)
+        )
         return data
+
+    def show(
+        spec: Annotated[
+            str,
+            Field(
+                description="A note and optional line range, as a recall hit gives it: "
+                "wiki/stripe.md:12-30."
+            ),
+        ],
+        lines: Annotated[
+            int, Field(description="How many lines without an end line.", ge=1, le=2000)
+        ] = 40,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
+        """The lines of a note a recall hit points at (scoped like recall: shared notes and
+        your own folder). The text is the note's own markdown."""
+        from vaultmem.app.pack.receipts import record
+        from vaultmem.search.show import show as do_show
+
+        v = vault()
+        who = me(v)
+        shown = do_show(v, spec, agent=who, lines=lines)
+        where = f"{shown.path}:{shown.line_start}-{shown.line_end}"
+        tail = " (more lines follow)" if shown.cut else ""
+        text = f"{where} of {shown.total_lines} lines{tail}\n\n{shown.text}"
+        deliveries.after(
+            ctx.request_id if ctx else None, lambda: record(v, who, "show", [], [where])
+        )
+        return text_result(text, shown.to_dict())
 
     def decide(
         text: Annotated[str, Field(description="The decision, one line.")],
@@ -375,6 +417,7 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         (append, ADDS),
         (log, READS),
         (recall, READS),
+        (show, READS),
         (decide, ADDS),
         (decisions, READS),
         (checkpoint, ADDS),  # replaces the checkpoint; every version stays in the journal
@@ -387,95 +430,17 @@ def build_server(vault_path: Path | None, agent: str) -> Any:
         server.tool(name=fn.__name__, description=fn.__doc__, annotations=hints)(_tool_errors(fn))
     from vaultmem.mcp.coord import coordination_tools
 
-    for fn, hints in coordination_tools(vault, me, reads=READS, adds=ADDS):
+    for fn, hints in coordination_tools(vault, me, deliveries, reads=READS, adds=ADDS):
         server.tool(name=fn.__name__, description=fn.__doc__, annotations=hints)(_tool_errors(fn))
-    _resources_and_prompts(server, vault, me)
+    from vaultmem.mcp.views import resources_and_prompts
+
+    resources_and_prompts(server, vault, me)
     return server
-
-
-def _resources_and_prompts(
-    server: Any, vault: Callable[[], Vault], me: Callable[[Vault], str]
-) -> None:
-    """Read-only views a client can attach, and the two prompts of a session."""
-
-    def resource(uri: str, name: str, description: str) -> Callable[[Callable[[], str]], None]:
-        def register(fn: Callable[[], str]) -> None:
-            @wraps(fn)
-            def guarded() -> str:
-                try:
-                    return fn()
-                except VaultmemError as exc:
-                    return f"vaultmem: {exc.kind} (exit {exc.exit_code}): {exc}"
-
-            server.resource(uri, name=name, description=description, mime_type="text/markdown")(
-                guarded
-            )
-
-        return register
-
-    @resource(
-        "vaultmem://memory/shared", "shared-memory", "memory/MEMORY.md: the shared index of facts."
-    )
-    def shared_memory() -> str:
-        v = vault()
-        me(v)
-        return replies.file_text(v, "memory/MEMORY.md")
-
-    @resource("vaultmem://agent/identity", "identity", "Your IDENTITY.md: who you are.")
-    def identity() -> str:
-        v = vault()
-        return replies.file_text(v, v.rel(v.identity(me(v))))
-
-    @resource("vaultmem://agent/memory", "agent-memory", "Your own MEMORY.md index.")
-    def agent_memory() -> str:
-        v = vault()
-        return replies.file_text(v, v.rel(v.agent_memory_index(me(v))))
-
-    @resource("vaultmem://state", "project-state", "nexus/project-state.md: one section per topic.")
-    def project_state() -> str:
-        v = vault()
-        me(v)
-        return replies.file_text(v, "nexus/project-state.md")
-
-    @resource("vaultmem://decisions", "decisions", "The active decisions, with their reasons.")
-    def active_decisions() -> str:
-        v = vault()
-        me(v)
-        return replies.decisions_text(v)
-
-    def start_session(
-        topic: Annotated[
-            str | None, Field(description="What the session is about (adds recall hits).")
-        ] = None,
-    ) -> str:
-        """Load your session context from the shared memory (the `read` pack, peeked: the
-        cursor moves when you call `read`)."""
-        try:
-            v = vault()
-            who = me(v)
-            markdown, _data, _pack = replies.read_reply(v, who, budget=None, peek=True, query=topic)
-        except VaultmemError as exc:
-            return f"vaultmem: {exc}"
-        return replies.start_session_text(v, who, markdown)
-
-    def end_session() -> str:
-        """Wrap up a session: append what the others must know, save your checkpoint, retain
-        the facts worth keeping."""
-        from vaultmem.nexus.checkpoints import show_checkpoint
-
-        try:
-            v = vault()
-            who = me(v)
-            cp = show_checkpoint(v, who)
-        except VaultmemError as exc:
-            return f"vaultmem: {exc}"
-        current = "\n".join(x for x in (cp.task and f"Task: {cp.task}", cp.text) if x) or None
-        return replies.end_session_text(who, current)
-
-    server.prompt(name="start-session", description=start_session.__doc__)(start_session)
-    server.prompt(name="end-session", description=end_session.__doc__)(end_session)
 
 
 def serve(vault_path: Path | None, agent: str) -> None:
     """Run the server on stdio until the client disconnects."""
-    build_server(vault_path, agent).run("stdio")
+    from vaultmem.mcp.stdio import run
+
+    deliveries = replies.Deliveries()
+    run(build_server(vault_path, agent, deliveries), deliveries)
