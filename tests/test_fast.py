@@ -293,7 +293,9 @@ def test_first_call_after_install_takes_the_fast_path(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().endswith("NO-TYPER")
-    assert list(home.iterdir()) == []
+    # nothing but this machine's secret, which seals the local state the read wrote (a test
+    # run as root can write the read-only home; for anyone else it stays empty)
+    assert [p for p in home.rglob("*") if p.is_file() and p.name != "memo.key"] == []
 
 
 def test_spec_covers_the_hot_commands() -> None:
