@@ -21,7 +21,9 @@ there fails it, and the folder is deleted and rebuilt from the vault's files, ne
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,12 @@ MANIFEST = "manifest.json"
 
 
 PROBLEMS = "problems.json"
+
+
+HEARTBEAT = "heartbeat.json"
+
+
+HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
 
 
 @dataclass(frozen=True)
@@ -259,3 +267,29 @@ def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str,
                 except OSError:  # vanished between listing and stat
                     continue
     return files, skipped
+
+
+# --- the watcher's heartbeat ----------------------------------------------------------------
+
+
+def heartbeat_ok(vault: Vault) -> bool:
+    """True when `vaultmem watch` is running, has applied every change it saw, and says so."""
+    # sealed: a heartbeat git wrote (a time in the future) would stop every refresh
+    try:
+        raw = seal.read(index_dir(vault) / HEARTBEAT)
+        age = time.time() - float(raw["time"])
+        return bool(0 <= age < HEARTBEAT_MAX_AGE and not raw["pending"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def write_heartbeat(vault: Vault, *, pending: int, pid: int) -> None:
+    path = index_dir(vault) / HEARTBEAT
+    data = seal.dumps(path, {"time": time.time(), "pending": pending, "pid": pid})
+    if data is not None:
+        atomic_write(path, data)
+
+
+def clear_heartbeat(vault: Vault) -> None:
+    with contextlib.suppress(OSError):
+        (index_dir(vault) / HEARTBEAT).unlink()

@@ -17,14 +17,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core import seal
 from vaultmem.core.errors import (
     DiskFullError,
     LockTimeoutError,
     NotWritableError,
     VaultmemError,
 )
-from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, release, try_exclusive
 from vaultmem.core.vault import Vault
 from vaultmem.search.documents import (
@@ -45,9 +43,11 @@ from vaultmem.search.engine import (
     open_writer,
 )
 from vaultmem.search.manifest import (
+    HEARTBEAT,
     MANIFEST,
     PROBLEMS,
     Manifest,
+    heartbeat_ok,
     index_dir,
     load_manifest,
     proven,
@@ -57,15 +57,11 @@ from vaultmem.search.manifest import (
     unsealed,
     walk,
 )
+from vaultmem.search.manifest import clear_heartbeat as clear_heartbeat  # for `watch`
+from vaultmem.search.manifest import write_heartbeat as write_heartbeat
 
 if TYPE_CHECKING:
     from vaultmem.search.embedder import Model
-
-HEARTBEAT = "heartbeat.json"
-
-
-HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
-
 
 # A file whose mtime is this close to the moment it was read may be rewritten within the
 # same mtime tick without its size changing; such entries carry a content hash (cf. git's
@@ -318,29 +314,6 @@ def vectors_in_line(vault: Vault, manifest: Manifest, model: Model) -> bool:
 _IN_LINE: dict[str, tuple[float, str, str, str, float]] = {}
 
 
-def _heartbeat_ok(vault: Vault) -> bool:
-    """True when `vaultmem watch` is running, has applied every change it saw, and says so."""
-    # sealed: a heartbeat git wrote (a time in the future) would stop every refresh
-    try:
-        raw = seal.read(index_dir(vault) / HEARTBEAT)
-        age = time.time() - float(raw["time"])
-        return bool(0 <= age < HEARTBEAT_MAX_AGE and not raw["pending"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-def write_heartbeat(vault: Vault, *, pending: int, pid: int) -> None:
-    path = index_dir(vault) / HEARTBEAT
-    data = seal.dumps(path, {"time": time.time(), "pending": pending, "pid": pid})
-    if data is not None:
-        atomic_write(path, data)
-
-
-def clear_heartbeat(vault: Vault) -> None:
-    with contextlib.suppress(OSError):
-        (index_dir(vault) / HEARTBEAT).unlink()
-
-
 def _freshness(
     manifest: Manifest,
     started: float,
@@ -423,7 +396,7 @@ def _refresh(
     if not rebuild and _usable(manifest, vault):
         assert manifest is not None
         in_line = model is None or vectors_in_line(vault, manifest, model)
-        if trust_watcher and in_line and _heartbeat_ok(vault):
+        if trust_watcher and in_line and heartbeat_ok(vault):
             return _freshness(manifest, started, checked_by="watcher")
         current, skipped = walk(vault)
         plan = _plan(vault, manifest, current, skipped)
