@@ -127,7 +127,9 @@ def load_manifest(vault: Vault) -> StoreManifest | None:
 
 def _parse(raw: Any) -> StoreManifest:
     if raw is None:
-        raise ValueError("vector store manifest not written by vaultmem on this machine")
+        raise ValueError(
+            "vector store manifest unreadable, or not written by vaultmem on this machine"
+        )
     try:
         if raw.get("schema") != SCHEMA:
             raise ValueError(f"schema {raw.get('schema')!r}")
