@@ -312,3 +312,13 @@ def test_an_unsealed_vector_store_is_rebuilt(vault: Path) -> None:
     _plant(path, {"schema": vectors.SCHEMA, "model": "m", "dims": 2})
     with pytest.raises(ValueError, match="not written by vaultmem on this machine"):
         vectors.load_manifest(Vault.open(vault))
+
+
+def test_a_planted_intent_is_not_recovered(vault: Path) -> None:
+    from vaultmem.core import intents
+
+    v = Vault.open(vault)
+    with intents.intent(v, "fact", {"id": "m-1"}) as step:
+        assert [d for _p, d in intents.pending(v)] == [step.data]
+    _plant(v.state("intents", "fact-000000000000.json"), {"kind": "fact", "id": "m-2"})
+    assert intents.pending(v) == []

@@ -114,11 +114,14 @@ def _wrap(key: bytes, name: bytes, data: bytes, middle: bytes) -> bytes:
 
 
 def _unwrap(key: bytes, name: bytes, raw: bytes, middle: bytes) -> bytes | None:
-    if len(raw) < _PREFIX + 2 or not raw.startswith(_HEAD) or raw[-1:] != b"}":
+    end = len(raw)
+    while end and raw[end - 1] == 0x0A:  # the final newline(s), without copying the bytes
+        end -= 1
+    if end < _PREFIX + 1 or not raw.startswith(_HEAD) or raw[end - 1] != 0x7D:  # "}"
         return None
     if raw[len(_HEAD) + HEX : _PREFIX] != middle:
         return None
-    data = raw[_PREFIX:-1]
+    data = raw[_PREFIX : end - 1]
     want = mac(key, name, data).encode("ascii")
     return data if _equal(raw[len(_HEAD) : len(_HEAD) + HEX], want) else None
 
@@ -147,7 +150,7 @@ def loads(path: str | Path, raw: bytes, *, key: bytes | None = None) -> Any:
     key = key or secret(create=False)
     if key is None:
         return None
-    data = _unwrap(key, label(path), raw.rstrip(b"\n"), _DATA)
+    data = _unwrap(key, label(path), raw, _DATA)
     if data is None:
         return None
     try:

@@ -11,7 +11,9 @@ not match, a prompt that names something the vault has notes on — it says so a
 
 It reads the formats documented in docs/FORMAT.md (the entry's metadata line, the cursor file)
 and the manifest's `files.paths` list (`search/manifest.py`); `hook_events` uses the same
-recall gate, so both paths decide alike.
+recall gate, so both paths decide alike. The cursor and the manifest are sealed
+(`core/seal.py`, which imports only `os`, `json` and the built-in `_blake2`): one this machine
+did not write counts as none, so a cursor git wrote never makes a turn "nothing new".
 """
 
 # os.path, not pathlib: importing pathlib alone costs about one more Python start-up
