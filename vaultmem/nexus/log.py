@@ -17,7 +17,6 @@ from typing import Any
 from vaultmem.core import clock, seal
 from vaultmem.core.errors import SigningKeyMissingError, UsageError
 from vaultmem.core.fsio import NOFOLLOW, append_durable, ensure_dir
-from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import reading
@@ -96,9 +95,16 @@ def lock_for(vault: Vault, log: str) -> Path:
 
 
 def read_journal(vault: Vault, log: str) -> list[Entry]:
-    """Every entry ever appended on this machine, in append order (bad lines skipped)."""
-    out = []
-    for item in read_jsonl(journal_path(vault, log)):
+    """Every entry ever appended on this machine, in append order (bad lines skipped). Lines
+    are sealed (`core/seal.py`): a line git or anyone else wrote is not read, so `repair`
+    never restores, and `verify` never reports missing, an entry this machine did not write."""
+    out: list[Entry] = []
+    path = journal_path(vault, log)
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    for item in seal.lines(path, data):
         try:
             out.append(entry_from_dict(item))
         except (ValueError, KeyError, TypeError):
@@ -446,7 +452,9 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
 
 def _write_journal(vault: Vault, log: str, entry: Entry) -> None:
     journal = journal_path(vault, log)
-    line = jsonl_line(entry.full_dict())
+    line = seal.line(journal, entry.full_dict())
+    if line is None:  # no secret to seal with: a journal line that would never be read
+        return
     append_durable(journal, _after_newline(journal) + line)
 
 
