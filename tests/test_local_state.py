@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests._hostile import evil_generation
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
 from vaultmem.app.hooks import quick
 from vaultmem.app.pack import build, receipts
@@ -224,33 +224,12 @@ def test_planted_session_state_is_not_read(vault: Path) -> None:
 # --- the search index: never unpickle what this machine did not write --------------------------
 
 
-class _Payload:
-    """Runs `touch MARKER` when unpickled (what a hostile Whoosh TOC carries)."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _evil_generation(folder: Path, marker: Path) -> None:
-    """A Whoosh generation whose TOC unpickles `_Payload`, written with whoosh's own code."""
-    from whoosh.filedb.filestore import FileStorage
-    from whoosh.index import TOC
-
-    from vaultmem.search import engine
-
-    folder.mkdir(parents=True, exist_ok=True)
-    TOC(engine.schema("en"), [_Payload(marker)], 1).write(FileStorage(str(folder)), "MAIN")
-
-
 def test_the_evil_toc_really_runs_when_whoosh_opens_it(tmp_path: Path) -> None:
     """The payload of the tests below is live: whoosh itself runs it."""
     from whoosh.index import open_dir
 
     marker = tmp_path / "ran"
-    _evil_generation(tmp_path / "g", marker)
+    evil_generation(tmp_path / "g", marker)
     with contextlib.suppress(Exception):  # whatever whoosh makes of os.system's return value
         open_dir(str(tmp_path / "g")).close()
     assert marker.exists()
@@ -264,7 +243,7 @@ def test_a_planted_index_is_deleted_and_rebuilt_never_opened(vault: Path, tmp_pa
     v = Vault.open(vault)
     marker = tmp_path / "ran"
     folder = manifest.index_dir(v)
-    _evil_generation(folder / "g-00000000", marker)
+    evil_generation(folder / "g-00000000", marker)
     _plant(
         folder / manifest.MANIFEST,
         {"schema": manifest.SCHEMA_VERSION, "generation": "g-00000000", "language": "en"},
@@ -291,7 +270,7 @@ def test_an_evil_toc_in_this_machines_own_generation_is_never_opened(
     marker = tmp_path / "ran"
     # git checks out a newer TOC over the ignored one: the manifest stays this machine's
     evil = tmp_path / "evil"
-    _evil_generation(evil, marker)
+    evil_generation(evil, marker)
     for toc in evil.glob("*.toc"):
         shutil.copy(toc, gen / "_MAIN_99.toc")
     (vault / "wiki" / "Later.md").write_text("# Later\nA new note.\n")  # a refresh must write

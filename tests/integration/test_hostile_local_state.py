@@ -18,9 +18,10 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests._hostile import evil_generation
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -46,24 +47,6 @@ def git(cwd: Path, *args: str) -> str:
         text=True,
         check=True,
     ).stdout
-
-
-class _Payload:
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _evil_generation(folder: Path, marker: Path) -> None:
-    from whoosh.filedb.filestore import FileStorage
-    from whoosh.index import TOC
-
-    from vaultmem.search import engine
-
-    folder.mkdir(parents=True, exist_ok=True)
-    TOC(engine.schema("en"), [_Payload(marker)], 1).write(FileStorage(str(folder)), "MAIN")
 
 
 def _forge_entry(live: Path) -> str:
@@ -144,7 +127,7 @@ def test_a_hand_pulled_hostile_vaultmem_folder_is_never_trusted(tmp_path: Path) 
     coord_file.write_text(json.dumps(data))  # plain JSON: the attacker cannot seal
     index = attacker / ".vaultmem" / "index"
     shutil.rmtree(index, ignore_errors=True)
-    _evil_generation(index / "g-00000000", marker)
+    evil_generation(index / "g-00000000", marker)
     (index / "manifest.json").write_text(
         json.dumps({"schema": 10, "generation": "g-00000000", "language": "en"})
     )
