@@ -451,6 +451,12 @@ def env_crash_at() -> int | None:
     return int(n) if kind == "step" and n.isdigit() else None
 
 
+def env_crash_stage() -> str | None:
+    """The sync stage to die at (VAULTMEM_CRASH_AT=sync:STAGE), for the crash tests."""
+    kind, _, stage = (env(ENV_CRASH_AT) or "").partition(":")
+    return stage if kind == "sync" and stage else None
+
+
 def env_debug() -> bool:
     return (env(ENV_DEBUG) or "").lower() in {"1", "true", "yes", "on"}
 

@@ -159,7 +159,7 @@ def init(
 
     git_note = None
     if git:
-        from vaultmem.app.sync.pipeline import init_git
+        from vaultmem.app.sync.machines import init_git
 
         git_note = init_git(Vault.open(root))
     return InitResult(
