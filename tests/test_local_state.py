@@ -326,3 +326,18 @@ def test_a_planted_journal_line_is_neither_missing_nor_restored(vault: Path) -> 
     assert verify.verify(Vault.open(vault), full=True).ok
     repair.repair(Vault.open(vault))
     assert "mallory" not in (vault / "nexus" / "live-context.md").read_text()
+
+
+def test_a_planted_sync_move_plan_is_dropped_never_carried_out(vault: Path) -> None:
+    from vaultmem.app.sync import worktree
+
+    v = Vault.open(vault)
+    victim = vault / "memory" / "MEMORY.md"
+    before = victim.read_bytes()
+    plan = {"from": "a" * 40, "to": "b" * 40, "files": [{"path": "memory/MEMORY.md",
+            "old": None, "new": None, "mode": "100644", "tmp": ""}]}  # fmt: skip
+    _plant(worktree.state(v, "move.json"), plan)
+    done = worktree.recover_move(v, vault)
+    assert done is not None and "not written on this machine" in done
+    assert victim.read_bytes() == before
+    assert not worktree.state(v, "move.json").exists()
