@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_sync import Machine, _approve_b_keys, git, vm
+from tests.integration.test_sync import Machine, _approve_b_keys, _reviewer_key, git, vm
 
 pytestmark = pytest.mark.slow
 
@@ -98,6 +98,7 @@ def _three_machines(tmp_path: Path) -> dict[str, Machine]:
     res = vm("init", str(tmp_path / "a"), *args, "--reviewer", "chiara", "--git",
              home=tmp_path / "home-a")  # fmt: skip
     assert res.returncode == 0, res.stderr
+    _reviewer_key(tmp_path / "a", tmp_path / "home-a")  # chiara's key, carried to each clone
     bare = tmp_path / "origin.git"
     git(tmp_path, "init", "--quiet", "--bare", str(bare))
     a = Machine("a", tmp_path / "a", tmp_path / "home-a")

@@ -154,7 +154,11 @@ def _render(report: object, as_json: bool) -> None:
     for note in report.notes:
         emit(f"  {note}")
     for line in report.trust:
-        warn(f"{line}: see what it changes with vaultmem trust")
+        warn(
+            line
+            if line.startswith("waiting")
+            else f"{line}: see what it changes with vaultmem trust"
+        )
     for path in report.skipped:
         warn(f"not synced: {path} is a symbolic link or a nested repository")
     for problem in report.problems:

@@ -249,6 +249,8 @@ def nothing_new(args: list[str], payload: str) -> bool:
     cursor = seal.read(os.path.join(root, ".vaultmem", "cursors", f"{agent}.json"))
     if not isinstance(data, dict) or not isinstance(cursor, dict):
         return False
+    if cursor.get("behind"):
+        return False  # entries an earlier read left unshown are still new: show them now
     newest = newest_entry(root)
     if newest is None or (cursor.get("id"), cursor.get("hash")) != newest:
         return False

@@ -405,6 +405,9 @@ def _report(
             _raise_conflicts(open_conflicts, SyncReport("nothing"))
         return SyncReport("nothing", notes=tuple(run.notes))
     index, ok, problems = _after_pull(vault, progress)
+    from vaultmem.nexus.trust import pending
+
+    waiting = tuple(f"waiting for vaultmem trust accept: {line}" for line in pending(vault))
     report = SyncReport(
         "synced",
         committed=run.committed.sha if run.committed else None,
@@ -417,7 +420,7 @@ def _report(
         problems=problems,
         index=index,
         notes=tuple(run.notes),
-        trust=tuple(run.trust),
+        trust=tuple(run.trust) + waiting,
         skipped=tuple(run.skipped),
         conflicts=tuple(open_conflicts),
     )
