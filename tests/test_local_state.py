@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests._hostile import evil_generation
-from tests._layer3_helpers import fresh_vault, make_keys, set_toml
+from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.app.hooks import quick
 from vaultmem.app.pack import build, receipts
 from vaultmem.core import seal
@@ -306,7 +306,6 @@ def test_a_planted_intent_is_not_recovered(vault: Path) -> None:
 def test_a_planted_journal_line_is_neither_missing_nor_restored(vault: Path) -> None:
     from vaultmem.nexus import repair
 
-    set_toml(vault, "log", "require_signatures", "false")  # where an unsigned entry would pass
     v = Vault.open(vault)
     log.append(v, "ella", "genuine")
     forged = replace(
