@@ -182,7 +182,7 @@ def test_refresh_handles_a_file_that_vanishes_after_the_walk(vault: Path) -> Non
     assert loaded is not None
     plan = refresh._plan(v, loaded, current, skipped)
     assert "wiki/ghost.md" in plan.changed
-    ix = engine.open_generation(v, loaded.generation)
+    ix = engine.open_generation(v, loaded)
     try:
         refreshed, _removed = refresh._apply(v, ix, loaded, plan, bulk=False, progress=None)
     finally:
@@ -244,7 +244,7 @@ def test_symlinks_never_lead_out_of_the_vault(vault: Path, tmp_path: Path) -> No
 
 def _generation(vault: Path) -> Path:
     manifest = json.loads((vault / ".vaultmem" / "index" / "manifest.json").read_text())
-    return vault / ".vaultmem" / "index" / manifest["generation"]
+    return vault / ".vaultmem" / "index" / manifest["data"]["generation"]
 
 
 def test_corrupted_index_files_are_rebuilt_with_a_warning(vault: Path) -> None:
@@ -289,7 +289,7 @@ def _log_docs(vault: Path) -> list[tuple[str, str, tuple[int, int]]]:
     v = _v(vault)
     m = manifest.load_manifest(v)
     assert m is not None
-    ix = engine.open_generation(v, m.generation)
+    ix = engine.open_generation(v, m)
     with ix.searcher() as s:
         rows = [
             (f["docid"], f["title"], tuple(f["lines"]))

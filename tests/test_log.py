@@ -173,7 +173,7 @@ def test_journal_holds_every_append(vault: Path) -> None:
     v = make_keys(vault, "ella")
     ids = [log.append(v, "ella", f"n{i}").entry.id for i in range(3)]
     lines = log.journal_path(v, "live").read_text().splitlines()
-    assert [json.loads(x)["id"] for x in lines] == ids
+    assert [json.loads(x)["line"]["id"] for x in lines] == ids  # sealed lines
     assert [e.id for e in log.read_journal(v, "live")] == ids
 
 

@@ -29,7 +29,7 @@ def receipt_lines(vault: Path, agent: str) -> list[dict[str, Any]]:
     path = vault / ".vaultmem" / "receipts" / f"{agent}.jsonl"
     if not path.exists():
         return []
-    return [json.loads(ln) for ln in path.read_text().splitlines()]
+    return [json.loads(ln)["line"] for ln in path.read_text().splitlines()]  # sealed lines
 
 
 def test_read_records_what_it_showed(vault: Path) -> None:

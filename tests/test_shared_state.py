@@ -125,7 +125,7 @@ def test_journal_lines_are_json(vault: Path) -> None:
     v = make_keys(vault, "ella")
     log.append(v, "ella", "x")
     line = (vault / ".vaultmem/journal/live.jsonl").read_text().splitlines()[0]
-    data = json.loads(line)
+    data = json.loads(line)["line"]  # sealed: {"seal", "line"}
     assert data["hash"].startswith("sha256:") and data["sig"]
 
 

@@ -65,7 +65,7 @@ def test_inbox_acks_alerts_and_resolve_over_mcp(vault: Path) -> None:
     assert payload(box_after)["items"] == []
     assert bad.is_error
     receipts = (vault / ".vaultmem" / "receipts" / "ella.jsonl").read_text().splitlines()
-    assert [json.loads(ln)["command"] for ln in receipts] == ["inbox", "read"]
+    assert [json.loads(ln)["line"]["command"] for ln in receipts] == ["inbox", "read"]  # sealed
 
 
 def test_working_memory_over_mcp(vault: Path) -> None:

@@ -53,7 +53,7 @@ def _wait(
 
 def _manifest_files(vault: Path) -> set[str]:
     raw = json.loads((vault / ".vaultmem" / "index" / "manifest.json").read_text())
-    return set(raw["files"]["paths"])
+    return set(raw["data"]["files"]["paths"])
 
 
 def test_relevant_ignores_state_editor_and_obsidian_files(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -474,14 +473,8 @@ def env_debug() -> bool:
 
 
 def home_dir() -> Path:
-    """VAULTMEM_HOME, else the platform's per-user config dir. Private keys live here."""
-    explicit = env(ENV_HOME)
-    if explicit:
-        return Path(explicit).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "vaultmem"
+    """VAULTMEM_HOME, else the platform's per-user config dir. Private keys live here.
+    (Defined in `core/seal.py` with `os` alone: the prompt hook's quick path needs it.)"""
+    from vaultmem.core.seal import home
+
+    return Path(home())

@@ -14,12 +14,12 @@ whose files say it was begun (ids and stamps recorded here must match the notes)
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.core import seal
 from vaultmem.core.fsio import atomic_write, fsync_dir
 
 if TYPE_CHECKING:
@@ -40,7 +40,10 @@ class Intent:
 
     def update(self, **more: Any) -> None:
         self.data.update(more)
-        atomic_write(self.path, json.dumps(self.data, ensure_ascii=False, sort_keys=True) + "\n")
+        # sealed: recovery acts on a record only when this machine wrote it (a record git
+        # wrote could name a note for `repair` to remove)
+        sealed = seal.dumps(self.path, self.data)
+        atomic_write(self.path, sealed if sealed is not None else b"{}\n")
 
 
 @contextlib.contextmanager
@@ -70,10 +73,7 @@ def pending(vault: Vault, kind: str | None = None) -> list[tuple[Path, dict[str,
     for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
         if path.is_symlink() or (kind and not path.name.startswith(f"{kind}-")):
             continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+        data = seal.read(path)
         if isinstance(data, dict) and data.get("kind") == path.name.split("-", 1)[0]:
             out.append((path, data))
     return out

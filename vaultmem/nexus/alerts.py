@@ -13,11 +13,11 @@ question or an addressed entry, whoever wrote it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vaultmem.core import seal
 from vaultmem.core.errors import EntryNotFoundError, RefusedError, UsageError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault, validate_name
@@ -49,10 +49,7 @@ def seen_path(vault: Vault) -> Path:
 
 
 def sightings(vault: Vault) -> dict[str, Sighting]:
-    try:
-        data = json.loads(seen_path(vault).read_bytes())
-    except (OSError, ValueError):
-        return {}
+    data = seal.read(seen_path(vault))  # sealed: counts git wrote are no counts
     out: dict[str, Sighting] = {}
     if isinstance(data, dict):
         for key, value in data.items():
@@ -69,7 +66,9 @@ def _record_sighting(vault: Vault, alert_id: str, agent: str) -> int:
     count = seen.get(alert_id, Sighting()).count + 1
     seen[alert_id] = Sighting(count, clock.stamp(), agent)
     data = {k: {"count": s.count, "last": s.last, "by": s.by} for k, s in seen.items()}
-    atomic_write(seen_path(vault), json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+    sealed = seal.dumps(seen_path(vault), data)
+    if sealed is not None:
+        atomic_write(seen_path(vault), sealed)
     return count
 
 

@@ -21,12 +21,12 @@ This module reads the log and writes only its cache.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vaultmem.core import seal
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import replace_cache
 from vaultmem.core.vault import Vault
@@ -182,10 +182,9 @@ def prune(items: dict[str, dict[str, Any]], agents: tuple[str, ...]) -> None:
 
 
 def _load_cache(vault: Vault) -> dict[str, Any] | None:
-    try:
-        data = json.loads(index_path(vault).read_bytes())
-    except (OSError, ValueError):
-        return None
+    # sealed (core/seal.py): a live.json that git wrote (an item marked acked, an inbox
+    # emptied) fails its seal and the index is rebuilt from the log
+    data = seal.read(index_path(vault))
     ok = (
         isinstance(data, dict)
         and data.get("v") == INDEX_VERSION
@@ -259,10 +258,9 @@ def load(vault: Vault, *, save: bool = True) -> Index:
         prune(items, agents)
         if save:
             data_out = {"v": INDEX_VERSION, "offset": offset, "tail": tail, "items": items}
+            sealed = seal.dumps(index_path(vault), data_out)
             # a read-only vault still gets its answer; the next call redoes the work
-            with contextlib.suppress(VaultmemError):
-                replace_cache(
-                    index_path(vault),
-                    json.dumps(data_out, ensure_ascii=False, separators=(",", ":")).encode(),
-                )
+            if sealed is not None:
+                with contextlib.suppress(VaultmemError):
+                    replace_cache(index_path(vault), sealed)
     return Index(items, agents)

@@ -9,16 +9,14 @@ the journal, so a sequence number is never reused.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import clock
+from vaultmem.core import clock, seal
 from vaultmem.core.errors import SigningKeyMissingError, UsageError
 from vaultmem.core.fsio import NOFOLLOW, append_durable, ensure_dir
-from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import reading
@@ -97,9 +95,16 @@ def lock_for(vault: Vault, log: str) -> Path:
 
 
 def read_journal(vault: Vault, log: str) -> list[Entry]:
-    """Every entry ever appended on this machine, in append order (bad lines skipped)."""
-    out = []
-    for item in read_jsonl(journal_path(vault, log)):
+    """Every entry ever appended on this machine, in append order (bad lines skipped). Lines
+    are sealed (`core/seal.py`): a line git or anyone else wrote is not read, so `repair`
+    never restores, and `verify` never reports missing, an entry this machine did not write."""
+    out: list[Entry] = []
+    path = journal_path(vault, log)
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    for item in seal.lines(path, data):
         try:
             out.append(entry_from_dict(item))
         except (ValueError, KeyError, TypeError):
@@ -117,10 +122,9 @@ def file_stamp(path: Path) -> str:
 
 
 def _load_heads(vault: Vault, log: str, stamp: str) -> dict[str, list[Any]] | None:
-    try:
-        data = json.loads(heads_path(vault, log).read_bytes())
-    except (OSError, ValueError):
-        return None
+    # sealed (core/seal.py): a heads file git wrote fails its seal and is rebuilt from
+    # verified entries, so a planted head never becomes the next entry's `prev`
+    data = seal.read(heads_path(vault, log))
     if (
         not isinstance(data, dict)
         or data.get("stamp") != stamp
@@ -134,11 +138,13 @@ def _load_heads(vault: Vault, log: str, stamp: str) -> dict[str, list[Any]] | No
 def save_heads(vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]]) -> None:
     """A cache, validated by the log's size on every read, so it is written in place without
     fsync (creating a temp file per append costs more than the whole append). A crash mid-write
-    leaves JSON that does not parse or a stamp that does not match: the heads are then rebuilt
-    from the files and the journal."""
+    leaves a file whose seal does not match or a stamp that does not match: the heads are then
+    rebuilt from the files and the journal."""
     path = heads_path(vault, log)
-    data = json.dumps({"stamp": stamp, "agents": heads}).encode("utf-8")
+    data = seal.dumps(path, {"stamp": stamp, "agents": heads})
     try:
+        if data is None:  # no secret to seal with: no cache, the heads are rebuilt each time
+            raise OSError("no seal")
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
         except FileNotFoundError:
@@ -155,20 +161,57 @@ def save_heads(vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]]) 
 
 def rebuild_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     """Per chain (`ella`, `ella.k2f7`): [last seq, its hash], from every file of the log and
-    the journal."""
-    heads: dict[str, list[Any]] = {}
+    the journal, counting only entries `verify` accepts (`head_ok`): a forged entry with a
+    high sequence number is reported by verify, never continued. Each chain's candidates are
+    tried from the highest `seq` down, so a chain costs one signature check, plus one per
+    forgery above its real head."""
+    candidates: dict[str, dict[str, Entry]] = {}
 
     def see(e: Entry) -> None:
-        chain = chain_of(e.id)
-        if chain not in heads or e.seq > heads[chain][0]:
-            heads[chain] = [e.seq, e.hash]
+        candidates.setdefault(chain_of(e.id), {}).setdefault(e.hash or "", e)
 
     for path in chain_files(vault, log):
         for e in read_file(path).entries:
             see(e)
     for e in read_journal(vault, log):
         see(e)
+    heads: dict[str, list[Any]] = {}
+    if not candidates:
+        return heads
+    from vaultmem.nexus import signing
+
+    keys = signing.public_keys(vault)
+    require = vault.config.log.require_signatures
+    for chain, found in candidates.items():
+        for e in sorted(found.values(), key=lambda x: -x.seq):
+            if head_ok(e, keys, require=require):
+                heads[chain] = [e.seq, e.hash]
+                break
     return heads
+
+
+def head_ok(e: Entry, keys: dict[str, Any], *, require: bool) -> bool:
+    """May `e` be a chain's head? What `verify` accepts: its hash matches its text, its id its
+    agent and seq, and it is signed by an approved key of its agent for its chain (or unsigned,
+    in a vault that does not require signatures)."""
+    from vaultmem.nexus import signing
+    from vaultmem.nexus.entry import device_of
+
+    if not e.hash or e.compute_hash() != e.hash:
+        return False
+    device = device_of(e.id)
+    if e.id != entry_id(e.agent, e.seq, e.log, device):
+        return False
+    if not e.sig or not e.key:
+        return not require
+    pk = keys.get(e.key)
+    return bool(
+        pk is not None
+        and pk.agent == e.agent
+        and pk.device == device
+        and pk.approved
+        and signing.verify_signature(pk.public, e.hash, e.sig)
+    )
 
 
 def peek_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
@@ -409,7 +452,9 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
 
 def _write_journal(vault: Vault, log: str, entry: Entry) -> None:
     journal = journal_path(vault, log)
-    line = jsonl_line(entry.full_dict())
+    line = seal.line(journal, entry.full_dict())
+    if line is None:  # no secret to seal with: a journal line that would never be read
+        return
     append_durable(journal, _after_newline(journal) + line)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from vaultmem.core.vault import Vault
 from vaultmem.search.documents import Doc, owner_of
-from vaultmem.search.manifest import CURRENT, index_dir, load_manifest
+from vaultmem.search.manifest import CURRENT, Manifest, index_dir, load_manifest, proven
 
 # text fields searched by plain words, with their query-time boosts
 TEXT_FIELDS: dict[str, float] = {
@@ -223,10 +223,20 @@ def fields(doc: Doc, n: int) -> dict[str, Any]:
     return out
 
 
-def open_generation(vault: Vault, generation: str) -> Any:
+class UnprovenIndex(ValueError):
+    """The generation folder is not as this machine's last commit left it (see
+    `manifest.proven`): it is never opened, since whoosh unpickles what it reads."""
+
+
+def open_generation(vault: Vault, manifest: Manifest) -> Any:
+    """The one place whoosh opens an index, after proving its files are this machine's."""
+    if not proven(vault, manifest):
+        raise UnprovenIndex(
+            f"index generation {manifest.generation} does not match what this machine wrote"
+        )
     from whoosh.index import open_dir
 
-    return open_dir(str(index_dir(vault) / generation))
+    return open_dir(str(index_dir(vault) / manifest.generation))
 
 
 def open_writer(ix: Any, *, bulk: bool) -> Any:
@@ -301,7 +311,7 @@ class Searcher:
                 raise FileNotFoundError("no index manifest")
             self.generation = manifest.generation
             try:
-                ix = open_generation(self.vault, manifest.generation)
+                ix = open_generation(self.vault, manifest)
                 weighting = scoring.BM25F(
                     B=BM25_B, K1=BM25_K1, title_B=0.3, heading_B=0.3, tags_B=0.3
                 )

@@ -10,22 +10,32 @@ Layout under `.vaultmem/index/`:
 - `g-<hex>/`: one whoosh index ("generation"); see `vaultmem.search.engine`.
 - `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
 - `heartbeat.json`: written by `vaultmem watch` while it keeps the index current.
+
+Whoosh reads its TOC and stored fields with `pickle`, so a generation is opened only when its
+provenance is proven: `manifest.json`, `problems.json` and `heartbeat.json` are sealed
+(`core/seal.py`), and the manifest records the generation folder's listing as this machine
+left it after its last commit (every file's name, size, mtime_ns and inode). `proven` compares
+that listing with the folder before whoosh opens anything: a file git wrote, replaced or added
+there fails it, and the folder is deleted and rebuilt from the vault's files, never opened.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vaultmem.core import seal
+from vaultmem.core.errors import NotWritableError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.search.documents import LogMark
 
-SCHEMA_VERSION = 9  # 9: how far each append-only log was indexed
+SCHEMA_VERSION = 10  # 9: how far each append-only log was indexed; 10: sealed, listing
 
 
 INDEX_DIR = "index"
@@ -35,6 +45,12 @@ MANIFEST = "manifest.json"
 
 
 PROBLEMS = "problems.json"
+
+
+HEARTBEAT = "heartbeat.json"
+
+
+HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,8 @@ class Manifest:
     # moves mtimes, not content; equal hashes then cost a read, not a reindex
     sums: dict[str, str] = field(default_factory=dict)
     logs: dict[str, LogMark] = field(default_factory=dict)  # how far each log was indexed
+    # the generation folder as this machine's last commit left it: name -> [size, mtime, inode]
+    listing: dict[str, list[int]] = field(default_factory=dict)
 
     def forget(self, rel: str) -> None:
         self.files.pop(rel, None)
@@ -72,28 +90,25 @@ class Manifest:
         self.sums.pop(rel, None)
         self.logs.pop(rel, None)
 
-    def dump(self) -> str:
+    def dump(self) -> dict[str, Any]:
         paths = sorted(self.files)
-        return json.dumps(
-            {
-                "schema": self.schema,
-                "generation": self.generation,
-                "language": self.language,
-                "refreshed_at": self.refreshed_at,
-                "files": {
-                    "paths": paths,
-                    "sizes": [self.files[p][0] for p in paths],
-                    "mtimes": [self.files[p][1] for p in paths],
-                    "sums": [self.sums.get(p, "") for p in paths],
-                },
-                "hashes": dict(sorted(self.hashes.items())),
-                "problems": {k: [list(x) for x in v] for k, v in sorted(self.problems.items())},
-                "logs": {k: v.to_list() for k, v in sorted(self.logs.items())},
-                "skipped": {k: list(v) for k, v in sorted(self.skipped.items())},
+        return {
+            "schema": self.schema,
+            "generation": self.generation,
+            "language": self.language,
+            "refreshed_at": self.refreshed_at,
+            "files": {
+                "paths": paths,
+                "sizes": [self.files[p][0] for p in paths],
+                "mtimes": [self.files[p][1] for p in paths],
+                "sums": [self.sums.get(p, "") for p in paths],
             },
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+            "hashes": dict(sorted(self.hashes.items())),
+            "problems": {k: [list(x) for x in v] for k, v in sorted(self.problems.items())},
+            "logs": {k: v.to_list() for k, v in sorted(self.logs.items())},
+            "skipped": {k: list(v) for k, v in sorted(self.skipped.items())},
+            "listing": self.listing,
+        }
 
 
 # the generation each vault's manifest named when this process last read or wrote it
@@ -109,8 +124,9 @@ def refresh_lock(vault: Vault) -> Path:
 
 
 def load_manifest(vault: Vault) -> Manifest | None:
+    """The manifest; None when there is none, or when this machine did not write it."""
     try:
-        raw = json.loads((index_dir(vault) / MANIFEST).read_bytes())
+        raw = seal.read(index_dir(vault) / MANIFEST, create=True)
         if raw.get("schema") != SCHEMA_VERSION:
             return None
         CURRENT[str(vault.root)] = str(raw["generation"])
@@ -135,17 +151,58 @@ def load_manifest(vault: Vault) -> Manifest | None:
                 k: LogMark(int(a), int(b), int(c), str(d))
                 for k, (a, b, c, d) in raw.get("logs", {}).items()
             },
+            listing={str(k): [int(x) for x in v] for k, v in raw["listing"].items()},
         )
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
+
+
+def unsealed(vault: Vault) -> bool:
+    """Is there a manifest this machine did not write (git put it there)?"""
+    path = index_dir(vault) / MANIFEST
+    return path.exists() and seal.read(path, create=True) is None
+
+
+def listing(folder: Path) -> dict[str, list[int]]:
+    """Every entry of a generation folder: name -> [size, mtime_ns, inode]; a folder or link
+    in it gets size -1 (whoosh makes neither, so it never matches a recorded listing)."""
+    out: dict[str, list[int]] = {}
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            kind_ok = entry.is_file(follow_symlinks=False)
+            out[entry.name] = [st.st_size if kind_ok else -1, st.st_mtime_ns, st.st_ino]
+    return out
+
+
+def proven(vault: Vault, manifest: Manifest) -> bool:
+    """Is the manifest's generation exactly as this machine's last commit left it? One stat
+    per file (a few dozen): cheap enough before every open."""
+    if not manifest.listing:
+        return False
+    try:
+        return listing(index_dir(vault) / manifest.generation) == manifest.listing
+    except OSError:
+        return False
+
+
+def record_listing(vault: Vault, manifest: Manifest) -> None:
+    """After a commit: what the generation folder now holds, for `proven`."""
+    manifest.listing = listing(index_dir(vault) / manifest.generation)
 
 
 def save_manifest(vault: Vault, manifest: Manifest) -> None:
     CURRENT[str(vault.root)] = manifest.generation
     folder = index_dir(vault)
-    atomic_write(folder / MANIFEST, manifest.dump())
+    sealed = seal.dumps(folder / MANIFEST, manifest.dump())
+    if sealed is None:
+        raise NotWritableError(
+            f"cannot seal the index manifest: no secret in {seal.home()}",
+            "check that VAULTMEM_HOME is writable",
+        )
+    atomic_write(folder / MANIFEST, sealed)
     problems = [p.to_dict() for p in _manifest_problems(manifest)]
-    atomic_write(folder / PROBLEMS, json.dumps({"problems": problems}, ensure_ascii=False))
+    atomic_write(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
 
 
 def _manifest_problems(manifest: Manifest) -> list[FileProblem]:
@@ -158,7 +215,7 @@ def _manifest_problems(manifest: Manifest) -> list[FileProblem]:
 def index_problems(vault: Vault) -> list[FileProblem]:
     """Files the last index refresh could not read cleanly (cheap: reads one small JSON file)."""
     try:
-        raw = json.loads((index_dir(vault) / PROBLEMS).read_bytes())
+        raw = seal.read(index_dir(vault) / PROBLEMS)
         return [FileProblem(p["path"], p["kind"], p["message"]) for p in raw["problems"]]
     except (OSError, ValueError, KeyError, TypeError):
         return []
@@ -210,3 +267,29 @@ def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str,
                 except OSError:  # vanished between listing and stat
                     continue
     return files, skipped
+
+
+# --- the watcher's heartbeat ----------------------------------------------------------------
+
+
+def heartbeat_ok(vault: Vault) -> bool:
+    """True when `vaultmem watch` is running, has applied every change it saw, and says so."""
+    # sealed: a heartbeat git wrote (a time in the future) would stop every refresh
+    try:
+        raw = seal.read(index_dir(vault) / HEARTBEAT)
+        age = time.time() - float(raw["time"])
+        return bool(0 <= age < HEARTBEAT_MAX_AGE and not raw["pending"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def write_heartbeat(vault: Vault, *, pending: int, pid: int) -> None:
+    path = index_dir(vault) / HEARTBEAT
+    data = seal.dumps(path, {"time": time.time(), "pending": pending, "pid": pid})
+    if data is not None:
+        atomic_write(path, data)
+
+
+def clear_heartbeat(vault: Vault) -> None:
+    with contextlib.suppress(OSError):
+        (index_dir(vault) / HEARTBEAT).unlink()

@@ -10,7 +10,6 @@ skipped.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -24,7 +23,6 @@ from vaultmem.core.errors import (
     NotWritableError,
     VaultmemError,
 )
-from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, release, try_exclusive
 from vaultmem.core.vault import Vault
 from vaultmem.search.documents import (
@@ -45,22 +43,25 @@ from vaultmem.search.engine import (
     open_writer,
 )
 from vaultmem.search.manifest import (
+    HEARTBEAT,
+    MANIFEST,
+    PROBLEMS,
     Manifest,
+    heartbeat_ok,
     index_dir,
     load_manifest,
+    proven,
+    record_listing,
     refresh_lock,
     save_manifest,
+    unsealed,
     walk,
 )
+from vaultmem.search.manifest import clear_heartbeat as clear_heartbeat  # for `watch`
+from vaultmem.search.manifest import write_heartbeat as write_heartbeat
 
 if TYPE_CHECKING:
     from vaultmem.search.embedder import Model
-
-HEARTBEAT = "heartbeat.json"
-
-
-HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
-
 
 # A file whose mtime is this close to the moment it was read may be rewritten within the
 # same mtime tick without its size changing; such entries carry a content hash (cf. git's
@@ -212,16 +213,23 @@ def _apply(
     except BaseException:
         writer.cancel()
         raise
+    record_listing(vault, manifest)
     manifest.skipped = plan.skipped
     return refreshed, removed
 
 
 def _drop_other_generations(vault: Vault, keep: str) -> None:
+    """Everything in the index folder but the new generation and vaultmem's own sealed files:
+    what git or anything else put there is deleted, never opened."""
     folder = index_dir(vault)
     with contextlib.suppress(OSError):
         for child in folder.iterdir():
-            if child.is_dir() and child.name.startswith("g-") and child.name != keep:
+            if child.name in (keep, MANIFEST, PROBLEMS, HEARTBEAT):
+                continue
+            if child.is_dir() and not child.is_symlink():
                 shutil.rmtree(child, ignore_errors=True)
+            elif child.name.startswith(("g-", "_")) or child.is_symlink():
+                child.unlink(missing_ok=True)
 
 
 def _rebuild_locked(
@@ -306,27 +314,6 @@ def vectors_in_line(vault: Vault, manifest: Manifest, model: Model) -> bool:
 _IN_LINE: dict[str, tuple[float, str, str, str, float]] = {}
 
 
-def _heartbeat_ok(vault: Vault) -> bool:
-    """True when `vaultmem watch` is running, has applied every change it saw, and says so."""
-    try:
-        raw = json.loads((index_dir(vault) / HEARTBEAT).read_bytes())
-        return bool(time.time() - float(raw["time"]) < HEARTBEAT_MAX_AGE and not raw["pending"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-def write_heartbeat(vault: Vault, *, pending: int, pid: int) -> None:
-    atomic_write(
-        index_dir(vault) / HEARTBEAT,
-        json.dumps({"time": time.time(), "pending": pending, "pid": pid}),
-    )
-
-
-def clear_heartbeat(vault: Vault) -> None:
-    with contextlib.suppress(OSError):
-        (index_dir(vault) / HEARTBEAT).unlink()
-
-
 def _freshness(
     manifest: Manifest,
     started: float,
@@ -364,8 +351,14 @@ def _usable(manifest: Manifest | None, vault: Vault) -> bool:
     return (
         manifest is not None
         and manifest.language == vault.config.language
-        and (index_dir(vault) / manifest.generation).is_dir()
+        and proven(vault, manifest)
     )
+
+
+UNPROVEN = (
+    "the index's files are not what vaultmem on this machine wrote (changed by git or another "
+    "program?): deleted and rebuilt from the files, never opened"
+)
 
 
 def refresh(vault: Vault, **kw: Any) -> Freshness:
@@ -403,7 +396,7 @@ def _refresh(
     if not rebuild and _usable(manifest, vault):
         assert manifest is not None
         in_line = model is None or vectors_in_line(vault, manifest, model)
-        if trust_watcher and in_line and _heartbeat_ok(vault):
+        if trust_watcher and in_line and heartbeat_ok(vault):
             return _freshness(manifest, started, checked_by="watcher")
         current, skipped = walk(vault)
         plan = _plan(vault, manifest, current, skipped)
@@ -482,7 +475,7 @@ def _refresh_locked(
             save_manifest(vault, manifest)  # only racy entries settled: nothing to reindex
             return _freshness(manifest, started, synced=synced)
         try:
-            ix = open_generation(vault, manifest.generation)
+            ix = open_generation(vault, manifest)
         except index_errors() as exc:
             warnings = (
                 f"index could not be opened ({type(exc).__name__}): rebuilt from the files",
@@ -493,6 +486,10 @@ def _refresh_locked(
                 refreshed, removed = _apply(
                     vault, ix, manifest, plan, bulk=False, progress=progress, collect=collected
                 )
+                if semantic is not None:
+                    # the new listing first: embedding takes a while, and until the manifest
+                    # names it no reader may open the generation just committed
+                    save_manifest(vault, manifest)
                 synced = _sync(vault, manifest, semantic, collected)
                 manifest.refreshed_at = time.time()
                 save_manifest(vault, manifest)
@@ -506,6 +503,10 @@ def _refresh_locked(
                 )
             finally:
                 ix.close()
+    elif (manifest is None and unsealed(vault)) or (
+        not rebuild and manifest is not None and not proven(vault, manifest)
+    ):
+        warnings = warnings or (UNPROVEN,)
     elif (
         manifest is None
         and index_dir(vault).is_dir()

@@ -16,6 +16,11 @@ Whoosh commit and before the index manifest is saved, re-embeds the files the re
 reindexed plus any whose recorded state differs from the index manifest's (a store that
 lagged, a crash in between), and drops the files the index dropped. A different model
 rebuilds it; a store that cannot be read is rebuilt with a warning.
+
+Nothing here is ever unpickled (`np.load(allow_pickle=False)`), and the store is trusted only
+as this machine wrote it: the manifest is sealed (`core/seal.py`) and records each segment
+file's size, mtime_ns and inode, checked before the segment is read. A store git wrote, or
+whose segments were replaced, is rebuilt from the files with a warning.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.core import seal
+from vaultmem.core.errors import NotWritableError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 from vaultmem.search import embedder
@@ -70,28 +77,27 @@ class StoreManifest:
     delta_rows: int = 0
     delta_paths: list[str] = field(default_factory=list)  # files whose rows are in the delta
     written_at: float = 0.0
+    # each segment file as this machine wrote it: name -> [size, mtime_ns, inode]
+    stats: dict[str, list[int]] = field(default_factory=dict)
 
-    def dump(self) -> str:
+    def dump(self) -> dict[str, Any]:
         paths = sorted(self.files)
-        return json.dumps(
-            {
-                "schema": SCHEMA,
-                "model": self.model,
-                "dims": self.dims,
-                "written_at": self.written_at,
-                "files": {
-                    "paths": paths,
-                    "state": [list(self.files[p]) for p in paths],
-                },
-                "base": self.base,
-                "base_rows": self.base_rows,
-                "delta": self.delta,
-                "delta_rows": self.delta_rows,
-                "delta_paths": self.delta_paths,
+        return {
+            "schema": SCHEMA,
+            "model": self.model,
+            "dims": self.dims,
+            "written_at": self.written_at,
+            "files": {
+                "paths": paths,
+                "state": [list(self.files[p]) for p in paths],
             },
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+            "base": self.base,
+            "base_rows": self.base_rows,
+            "delta": self.delta,
+            "delta_rows": self.delta_rows,
+            "delta_paths": self.delta_paths,
+            "stats": self.stats,
+        }
 
 
 _MANIFESTS: dict[str, tuple[tuple[int, int, int], StoreManifest]] = {}
@@ -114,14 +120,17 @@ def load_manifest(vault: Vault) -> StoreManifest | None:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
-    manifest = _parse(data)
+    manifest = _parse(seal.loads(path, data, key=seal.secret()))
     _MANIFESTS[str(path)] = (key, manifest)
     return manifest
 
 
-def _parse(data: bytes) -> StoreManifest:
+def _parse(raw: Any) -> StoreManifest:
+    if raw is None:
+        raise ValueError(
+            "vector store manifest unreadable, or not written by vaultmem on this machine"
+        )
     try:
-        raw = json.loads(data)
         if raw.get("schema") != SCHEMA:
             raise ValueError(f"schema {raw.get('schema')!r}")
         files = {
@@ -138,6 +147,7 @@ def _parse(data: bytes) -> StoreManifest:
             delta_rows=int(raw["delta_rows"]),
             delta_paths=[str(x) for x in raw["delta_paths"]],
             written_at=float(raw.get("written_at", 0.0)),
+            stats={str(k): [int(x) for x in v] for k, v in raw["stats"].items()},
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise ValueError(f"vector store manifest unreadable ({exc})") from exc
@@ -181,9 +191,19 @@ def _path_of(docid: str) -> str:
     return docid.rsplit("#", 1)[0]
 
 
-def _segment(folder: Path, name: str, rows: int, dims: int) -> tuple[list[str], Any]:
+def _stat(path: Path) -> list[int]:
+    st = path.lstat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _segment(
+    folder: Path, name: str, rows: int, dims: int, stats: dict[str, list[int]]
+) -> tuple[list[str], Any]:
     if not name:
         return [], embedder.stack([], dims)
+    for suffix in (".ids.json", ".npy"):
+        if stats.get(name + suffix) != _stat(folder / (name + suffix)):
+            raise ValueError(f"{name}{suffix} is not the file this machine wrote")
     ids = json.loads((folder / (name + ".ids.json")).read_bytes())
     if not isinstance(ids, list) or len(ids) != rows:
         raise ValueError(f"{name}.ids.json: {rows} rows expected")
@@ -193,8 +213,9 @@ def _segment(folder: Path, name: str, rows: int, dims: int) -> tuple[list[str], 
 def read(vault: Vault, manifest: StoreManifest) -> Vectors:
     """The committed store: the base (less the rows of files now in the delta), the delta."""
     folder = store_dir(vault)
-    base_ids, base = _segment(folder, manifest.base, manifest.base_rows, manifest.dims)
-    delta_ids, delta = _segment(folder, manifest.delta, manifest.delta_rows, manifest.dims)
+    stats = manifest.stats
+    base_ids, base = _segment(folder, manifest.base, manifest.base_rows, manifest.dims, stats)
+    delta_ids, delta = _segment(folder, manifest.delta, manifest.delta_rows, manifest.dims, stats)
     moved = set(manifest.delta_paths)
     dead = [i for i, d in enumerate(base_ids) if _path_of(d) in moved]
     return Vectors(
@@ -337,7 +358,9 @@ def _write(
             _put(folder, manifest.base, ids + new_ids, embedder.stack([matrix, fresh], model.dims))
         else:
             # the delta keeps the rows of the files it already held that did not change now
-            delta_ids, delta = _segment(folder, current.delta, current.delta_rows, model.dims)
+            delta_ids, delta = _segment(
+                folder, current.delta, current.delta_rows, model.dims, current.stats
+            )
             keep = [i for i, d in enumerate(delta_ids) if _path_of(d) not in touched]
             ids = [delta_ids[i] for i in keep] + new_ids
             manifest.base, manifest.base_rows = current.base, current.base_rows
@@ -346,7 +369,16 @@ def _write(
             manifest.delta_paths = sorted(in_delta | touched)
             matrix = embedder.stack([embedder.take(delta, keep), fresh], model.dims)
             _put(folder, manifest.delta, ids, matrix)
-    atomic_write(folder / MANIFEST, manifest.dump())
+    for name in (manifest.base, manifest.delta):
+        for suffix in (".ids.json", ".npy") if name else ():
+            manifest.stats[name + suffix] = _stat(folder / (name + suffix))
+    sealed = seal.dumps(folder / MANIFEST, manifest.dump())
+    if sealed is None:
+        raise NotWritableError(
+            f"cannot seal the vector store's manifest: no secret in {seal.home()}",
+            "check that VAULTMEM_HOME is writable",
+        )
+    atomic_write(folder / MANIFEST, sealed)
     _drop_unused(folder, {manifest.base, manifest.delta})
 
 

@@ -154,22 +154,24 @@ def _cache(vault: Vault, agent: str | None) -> Path:
 
 def remember_fresh(vault: Vault, agent: str | None, key: str, fp: str) -> None:
     """Record that the source files with stat key `key` have fingerprint `fp` (a cache)."""
+    from vaultmem.core import seal
     from vaultmem.core.fsio import replace_cache
 
-    data = json.dumps({"stat": key, "fingerprint": fp}).encode()
+    data = seal.dumps(_cache(vault, agent), {"stat": key, "fingerprint": fp})
     with contextlib.suppress(VaultmemError):  # a cache: the next read computes it again
-        replace_cache(_cache(vault, agent), data)
+        if data is not None:
+            replace_cache(_cache(vault, agent), data)
 
 
 def stale(vault: Vault, agent: str | None, built_from: str) -> bool:
     """Have the profile's sources changed since it was built from `built_from`?"""
     key = _stat_key(vault, agent)
-    try:
-        data = json.loads(_cache(vault, agent).read_bytes())
-        if isinstance(data, dict) and data.get("stat") == key:
-            return data.get("fingerprint") != built_from
-    except (OSError, ValueError):
-        pass
+    from vaultmem.core import seal
+
+    # sealed: a cache git wrote (a stale profile called fresh) is no cache
+    data = seal.read(_cache(vault, agent))
+    if isinstance(data, dict) and data.get("stat") == key:
+        return data.get("fingerprint") != built_from
     current = fingerprint(sources(vault, agent))
     remember_fresh(vault, agent, key, current)
     return current != built_from

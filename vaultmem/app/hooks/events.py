@@ -68,15 +68,19 @@ def _session_path(vault: Vault, agent: str) -> Path:
 
 
 def load_session(vault: Vault, agent: str) -> dict[str, Any]:
-    try:
-        data = json.loads(_session_path(vault, agent).read_bytes())
-    except (OSError, ValueError):
-        return {}
+    from vaultmem.core import seal
+
+    # sealed: session state git wrote (hits marked shown) is no state
+    data = seal.read(_session_path(vault, agent))
     return data if isinstance(data, dict) else {}
 
 
 def save_session(vault: Vault, agent: str, data: dict[str, Any]) -> None:
-    atomic_write(_session_path(vault, agent), json.dumps(data, ensure_ascii=False) + "\n")
+    from vaultmem.core import seal
+
+    sealed = seal.dumps(_session_path(vault, agent), data)
+    if sealed is not None:
+        atomic_write(_session_path(vault, agent), sealed)
 
 
 # --- session-start ------------------------------------------------------------------------------

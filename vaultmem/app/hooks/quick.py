@@ -11,7 +11,9 @@ not match, a prompt that names something the vault has notes on — it says so a
 
 It reads the formats documented in docs/FORMAT.md (the entry's metadata line, the cursor file)
 and the manifest's `files.paths` list (`search/manifest.py`); `hook_events` uses the same
-recall gate, so both paths decide alike.
+recall gate, so both paths decide alike. The cursor and the manifest are sealed
+(`core/seal.py`, which imports only `os`, `json` and the built-in `_blake2`): one this machine
+did not write counts as none, so a cursor git wrote never makes a turn "nothing new".
 """
 
 # os.path, not pathlib: importing pathlib alone costs about one more Python start-up
@@ -124,10 +126,14 @@ def names_something(root: str, agent: str, prompt: str) -> bool:
             continue
     if asked & known:
         return True
+    from vaultmem.core import seal
+
     try:
-        with open(os.path.join(root, ".vaultmem", "index", "manifest.json"), "rb") as fh:
-            paths = json.loads(fh.read())["files"]["paths"]
-    except (OSError, ValueError, KeyError, TypeError):
+        # sealed (core/seal.py): a manifest this machine did not write names nothing, as a
+        # missing one (the next recall rebuilds the index)
+        manifest = seal.read(os.path.join(root, ".vaultmem", "index", "manifest.json"))
+        paths = manifest["files"]["paths"]
+    except (KeyError, TypeError):
         return False
     mine = f"agents/{agent}/"
     for path in paths if isinstance(paths, list) else ():
@@ -233,12 +239,14 @@ def nothing_new(args: list[str], payload: str) -> bool:
         return False
     if not os.path.isfile(os.path.join(root, "vaultmem.toml")):
         return False
+    from vaultmem.core import seal
+
     try:
         data = json.loads(payload)
-        with open(os.path.join(root, ".vaultmem", "cursors", f"{agent}.json"), "rb") as fh:
-            cursor = json.loads(fh.read())
-    except (OSError, ValueError):
+    except ValueError:
         return False
+    # sealed (core/seal.py): a cursor this machine did not write is no cursor
+    cursor = seal.read(os.path.join(root, ".vaultmem", "cursors", f"{agent}.json"))
     if not isinstance(data, dict) or not isinstance(cursor, dict):
         return False
     if cursor.get("behind"):

@@ -36,7 +36,6 @@ first loses its lowest-scoring items (`app/pack/importance.py`), and the pack sa
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +43,7 @@ from typing import Any
 
 from vaultmem.app.pack.sections import IDENTITY_CHARS, Item, Section, cut, fence
 from vaultmem.app.pack.window import log_sections
-from vaultmem.core import notes
+from vaultmem.core import notes, seal
 from vaultmem.core.errors import IntegrityError, NotWritableError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.vault import Vault
@@ -225,10 +224,8 @@ def cursor_path(vault: Vault, agent: str) -> Path:
 
 
 def load_cursor(vault: Vault, agent: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(cursor_path(vault, agent).read_bytes())
-    except (OSError, ValueError):
-        return None
+    # sealed (core/seal.py): a cursor git wrote (everything marked read) counts as none
+    data = seal.read(cursor_path(vault, agent))
     # "id" is None when the agent last read an empty log
     ok = isinstance(data, dict) and (data.get("id") is None or isinstance(data.get("id"), str))
     return data if ok else None
@@ -254,8 +251,12 @@ def commit_cursor(vault: Vault, pack: Pack) -> bool:
 def save_cursor(vault: Vault, agent: str, cursor: dict[str, Any]) -> None:
     """Record the newest entry `agent` was shown (`{"id", "hash", "time"}`)."""
     path = cursor_path(vault, agent)
+    data = seal.dumps(path, cursor)
     try:
-        atomic_write(path, json.dumps(cursor) + "\n")
+        if data is None:  # no secret to seal with: an unsealed cursor would never be read
+            path.unlink(missing_ok=True)
+            return
+        atomic_write(path, data)
     except OSError as exc:
         raise NotWritableError(
             f"cannot save the read cursor {vault.rel(path)}: {exc.strerror or exc}",

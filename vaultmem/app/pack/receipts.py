@@ -6,6 +6,10 @@ to `.vaultmem/receipts/<agent>.jsonl` — only after its output was written out,
 never reached the agent leaves no receipt. Lines are one O_APPEND write each (concurrent
 readers never interleave) and are not fsynced. A file past `[receipts] max_bytes` is renamed
 `<agent>.N.jsonl` and the oldest beyond `[receipts] keep` are deleted.
+
+Each line is sealed (`core/seal.py`, bound to the file's name, so a line keeps its seal when
+the file is rotated only through `_seal_name`): a line this machine did not write (git, an
+agent editing `.vaultmem/`) is not read.
 """
 
 from __future__ import annotations
@@ -17,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import clock
+from vaultmem.core import clock, seal
 from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.fsio import append_line
-from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.names import AGENT_NAME
 from vaultmem.core.vault import Vault
@@ -99,17 +102,38 @@ def record(
     receipt = Receipt(clock.stamp_ms(), command, tuple(dict.fromkeys(ids)), tuple(paths))
     if not receipt.ids and not receipt.paths:
         return None
-    line = jsonl_line(receipt.to_dict())
+    line = seal.line(_seal_name(agent), receipt.to_dict())
+    if line is None:  # no secret to seal with: a receipt that would never be read
+        return receipt
     _rotate(vault, agent, len(line))
     append_line(_current(vault, agent), line)
     return receipt
+
+
+def _seal_name(agent: str) -> str:
+    """What a receipt line's seal binds it to: the agent's receipts, whatever the file's
+    rotation number."""
+    return f"receipts/{agent}"
+
+
+def _records(agent: str, path: Path, *, max_bytes: int | None = None) -> list[dict[str, Any]]:
+    """The sealed lines of one receipts file (its last `max_bytes`); others are left out."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            start = 0 if max_bytes is None else max(0, size - max_bytes)
+            fh.seek(start)
+            data = fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [x for x in seal.lines(_seal_name(agent), data) if isinstance(x, dict)]
 
 
 def _read(vault: Vault, agent: str) -> Iterator[Receipt]:
     """Every receipt of the agent, oldest first (bad lines skipped)."""
     files = [p for _n, p in _rotated(vault, agent)] + [_current(vault, agent)]
     for path in files:
-        for raw in read_jsonl(path):
+        for raw in _records(agent, path):
             ids, paths = raw.get("ids"), raw.get("paths") or []
             if not (
                 isinstance(raw.get("time"), str)
@@ -127,7 +151,7 @@ def recent_uses(
     """The agent's latest receipts of one command, from the last `max_bytes` of its current
     file only (the importance of pack items: cheap, and recent use is what counts)."""
     try:
-        records = read_jsonl(_current(vault, agent), max_bytes=max_bytes)
+        records = _records(agent, _current(vault, agent), max_bytes=max_bytes)
     except OSError:  # unreadable receipts cost the pack its use counts, nothing else
         return []
     out = []

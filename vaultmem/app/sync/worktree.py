@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from vaultmem.app.sync.git import blob_id, git, git_bytes, git_tracked, stage, who
+from vaultmem.core import seal
 from vaultmem.core.fsio import TEMP_PREFIX, atomic_write, ensure_dir, fsync_dir
 from vaultmem.core.vault import Vault
 
@@ -220,9 +221,9 @@ def move_tree(vault: Vault, root: Path, frm: str, to: str) -> list[str]:
             tmp = os.path.relpath(tmp_path, root)
         prepared.append(Move(mv.path, mv.old, mv.new, mv.mode, tmp))
     intent = state(vault, "move.json")
-    atomic_write(
-        intent, json.dumps({"from": frm, "to": to, "files": [m.__dict__ for m in prepared]})
-    )
+    # sealed (core/seal.py): recovery acts only on a plan this machine wrote
+    plan = {"from": frm, "to": to, "files": [m.__dict__ for m in prepared]}
+    atomic_write(intent, seal.dumps(intent, plan) or json.dumps(plan).encode())
     notes = _apply(vault, root, prepared, contents)
     git_tracked(root, state(vault, "git.pid"), "reset", "--quiet", "--mixed", to)
     intent.unlink(missing_ok=True)
@@ -307,13 +308,12 @@ def recover_move(vault: Vault, root: Path) -> str | None:
     """Finish a move a killed sync left half-done, or leave it to the next merge when a file
     was written since; returns what was done."""
     intent = state(vault, "move.json")
-    try:
-        plan = json.loads(intent.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not intent.exists():
         return None
-    except (OSError, ValueError):
+    plan = seal.read(intent)
+    if not isinstance(plan, dict):
         intent.unlink(missing_ok=True)
-        return "dropped an unreadable sync intent"
+        return "dropped a sync intent that is unreadable or was not written on this machine"
     moves = [Move(**f) for f in plan.get("files", [])]
     head = git(root, "rev-parse", "HEAD").stdout.strip()
     if head == plan.get("to"):  # killed after the last step: only the clean-up is left
