@@ -176,7 +176,7 @@ def apply(
         if not dry_run:
             recover(vault)
         for path, _owner in store.bank_files(vault):
-            quick = store.read_quick(path)
+            quick = store.read_quick(vault, path)
             if quick is None or quick[0].get("status") not in ("approved", "rejected"):
                 continue
             try:

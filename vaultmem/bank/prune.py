@@ -37,7 +37,7 @@ def prune(
     expired = []
     with bank_lock(vault):
         for path, _owner in bank_files(vault, agent):
-            quick = read_quick(path)
+            quick = read_quick(vault, path)
             if quick is None or quick[0].get("status", "pending") != "pending":
                 continue
             meta = quick[0]

@@ -194,8 +194,10 @@ def fact_files(vault: Vault) -> Iterator[tuple[Path, str | None]]:
     for folder, agent in folders:
         if folder.is_dir():
             for path in sorted(folder.glob("*.md")):
-                # MEMORY.md is the index, PROFILE.md the profile built from the facts
-                if path.name not in ("MEMORY.md", "PROFILE.md") and not path.name.startswith("."):
+                # MEMORY.md is the index, PROFILE.md the profile built from the facts; a link
+                # is never a fact (its folder would own it, not its target)
+                skip = path.name.startswith(".") or path.is_symlink()
+                if path.name not in ("MEMORY.md", "PROFILE.md") and not skip:
                     yield path, agent
 
 

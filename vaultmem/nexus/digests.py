@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import clock
 from vaultmem.core.errors import UsageError
-from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import canonical_bytes, normalize_body
@@ -242,7 +242,7 @@ def parse(text: str, rel: str) -> DigestNote:
 
 
 def read_digest(vault: Vault, path: Path) -> DigestNote:
-    return parse(read_text(path, what="digest"), vault.rel(path))
+    return parse(vault.read_text(path, what="digest"), vault.rel(path))
 
 
 def render(meta: DigestMeta, body: str) -> str:

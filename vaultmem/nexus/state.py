@@ -39,7 +39,7 @@ class StateChange:
 def read_state(vault: Vault) -> str:
     path = vault.project_state
     try:
-        return read_text(path, what="project state")
+        return vault.read_text(path, what="project state")
     except FileNotFoundError:
         raise EntryNotFoundError(
             f"{vault.rel(path)} does not exist", "create it with: vaultmem state set Goal TEXT"

@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core.errors import UsageError
+from vaultmem.core.errors import PathOutsideVaultError, UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.search import engine, refresh
 from vaultmem.search.filters import RecallFilters, parse_query
@@ -356,10 +356,9 @@ def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end:
     """Lines start..end (1-based) of a vault file as it is now, for the snippet."""
     if rel not in cache:
         try:
-            with open(vault.root / rel, "rb") as fh:
-                data = fh.read(vault.config.recall.max_file_bytes)
+            data = vault.read_bytes(vault.root / rel, vault.config.recall.max_file_bytes)
             cache[rel] = data.decode("utf-8", errors="replace").splitlines()
-        except OSError:  # vanished since it was indexed
+        except (OSError, PathOutsideVaultError):  # vanished (or became a link out) since
             cache[rel] = []
     return "\n".join(cache[rel][max(start, 1) - 1 : end])
 

@@ -27,7 +27,7 @@ from typing import Any
 from vaultmem.app.condense.parts import GROUPS, Line, Source
 from vaultmem.core import clock, notes
 from vaultmem.core.errors import VaultmemError
-from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 
 PROFILE = "PROFILE.md"
@@ -81,7 +81,7 @@ def sources(vault: Vault, agent: str | None) -> list[Source]:
         if owner != agent:
             continue
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
         except VaultmemError:
             continue
         meta = note.meta
@@ -223,7 +223,7 @@ def read_profile(vault: Vault, agent: str | None) -> tuple[Path, notes.Note] | N
     path = profile_path(vault, agent)
     if not path.exists():
         return None
-    return path, notes.parse(read_text(path, what="profile"))
+    return path, notes.parse(vault.read_text(path, what="profile"))
 
 
 def clean(vault: Vault, lines: list[Line], allowed: set[str] | None = None) -> list[Line]:

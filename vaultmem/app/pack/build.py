@@ -38,15 +38,28 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.pack.sections import IDENTITY_CHARS, Item, Section, cut, fence
+from vaultmem.app.pack.sections import (
+    IDENTITY_CHARS,
+    Item,
+    Section,
+    cut,
+    fence,
+    refused_section,
+)
 from vaultmem.app.pack.window import log_sections
 from vaultmem.core import notes
-from vaultmem.core.errors import IntegrityError, NotWritableError, VaultmemError
-from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.errors import (
+    IntegrityError,
+    NotWritableError,
+    PathOutsideVaultError,
+    VaultmemError,
+)
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 
 
@@ -122,7 +135,7 @@ def identity_section(vault: Vault, agent: str) -> Section:
     rel = vault.rel(path)
     if not path.exists():
         return Section("identity", f"Identity of {agent}", f"(no {rel} yet)", {}, rel, 0)
-    note = notes.read(path)
+    note = vault.read_note(path)
     if not note.ok:
         raise IntegrityError(
             f"{path}: {note.error}", "fix the identity file's frontmatter between the '---' lines"
@@ -135,7 +148,7 @@ def memory_index_section(vault: Vault, agent: str | None) -> Section | None:
     path = vault.index_for(agent)
     if not path.exists():
         return None
-    text = read_text(path, what="memory index").strip()
+    text = vault.read_text(path, what="memory index").strip()
     rel = vault.rel(path)
     key = "memory" if agent is None else "agent_memory"
     title = "Shared memory index" if agent is None else f"Memory index of {agent}"
@@ -258,7 +271,7 @@ def project_state_section(vault: Vault) -> Section | None:
     path = vault.project_state
     if not path.exists():
         return None
-    note = notes.parse(read_text(path, what="project state"))
+    note = notes.parse(vault.read_text(path, what="project state"))
     body = note.body.strip()
     if not body:
         return None
@@ -326,6 +339,16 @@ def pending_section(vault: Vault, agent: str, query: str | None) -> Section | No
     )
 
 
+def _guarded(refused: list[str], make: Callable[[], Section | None]) -> Section | None:
+    """A section, or None when its file is a link out of the vault: that is never read, only
+    named (in `refused`, shown as the pack's "Files not read" section)."""
+    try:
+        return make()
+    except PathOutsideVaultError as exc:
+        refused.append(exc.message)
+        return None
+
+
 def read(
     vault: Vault,
     agent: str,
@@ -354,13 +377,14 @@ def read(
     alerts = coordination.alerts_section(vault, index, in_inbox)
     skip = frozenset(in_inbox | set(alerts.ids if alerts else ()))
     sections: list[Section] = [coordination.inbox_section(view)] if view.items else []
-    sections.append(identity_section(vault, agent))
+    refused: list[str] = []  # files that are links out of the vault: named, never read
     for s in (
-        condensed.profile_section(vault, None),
-        condensed.profile_section(vault, agent),
+        _guarded(refused, lambda: identity_section(vault, agent)),
+        _guarded(refused, lambda: condensed.profile_section(vault, None)),
+        _guarded(refused, lambda: condensed.profile_section(vault, agent)),
         decisions_section(vault),
-        checkpoint_section(vault, agent),
-        coordination.working_section(vault, agent),
+        _guarded(refused, lambda: checkpoint_section(vault, agent)),
+        _guarded(refused, lambda: coordination.working_section(vault, agent)),
         alerts,
     ):
         if s is not None:
@@ -371,22 +395,18 @@ def read(
     sections += log_part
     now = clock.now()
     shown = [i.time for s in log_part for i in s.items if i.time]
-    digested = condensed.digest_section(vault, min(shown) if shown else None, now)
-    if digested is not None:
-        sections.append(digested)
-    state = project_state_section(vault)
-    if state is not None:
-        sections.append(state)
-    for scope in (None, agent):
-        section = memory_index_section(vault, scope)
-        if section is not None:
-            sections.append(section)
     for extra in (
+        condensed.digest_section(vault, min(shown) if shown else None, now),
+        _guarded(refused, lambda: project_state_section(vault)),
+        _guarded(refused, lambda: memory_index_section(vault, None)),
+        _guarded(refused, lambda: memory_index_section(vault, agent)),
         recall_section(vault, agent, query) if query else None,
         pending_section(vault, agent, query),
     ):
         if extra is not None:
             sections.append(extra)
+    if refused:
+        sections.append(refused_section(refused))
     sections.sort(key=lambda s: s.priority)
     limit = vault.config.read.budget if budget is None else budget
     kept, dropped, sizes, cut = importance.fit(

@@ -39,12 +39,11 @@ def plain_links(text: str) -> str:
 def profile_section(vault: Vault, agent: str | None) -> Section | None:
     from vaultmem.app.condense.profile import profile_path, stale
     from vaultmem.core import notes
-    from vaultmem.core.fsio import read_text
 
     path = profile_path(vault, agent)
     if not path.exists():
         return None
-    note = notes.parse(read_text(path, what="profile"))
+    note = notes.parse(vault.read_text(path, what="profile"))
     limit = vault.config.profile.pack_chars
     lines: list[str] = []
     items: list[Item] = []
