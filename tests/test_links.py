@@ -140,7 +140,7 @@ def test_show_and_the_vault_reader_refuse_a_link_out(vault: Path, outside: Path)
     res = run_cli("show", "wiki/leak.md", "--vault", str(vault))
     assert res.exit_code == 8 and MARKER not in res.stdout + res.stderr
     v = Vault.open(vault)
-    with pytest.raises(LinkOutsideVaultError, match="wiki/leak.md"):
+    with pytest.raises(LinkOutsideVaultError, match=r"wiki/leak\.md"):
         v.read_text(vault / "wiki" / "leak.md")
     _link(vault, "wiki/folder.md", vault / "wiki")  # a link to a folder inside: not a file
     with pytest.raises(LinkOutsideVaultError, match="not a file"):
@@ -181,9 +181,7 @@ def test_an_in_vault_link_never_hands_another_agents_fact_to_recall(vault: Path)
         agent="ella",
     )
     assert PAYROLL not in out.stdout + out.context
-    pack = run_cli(
-        "read", "--vault", str(vault), "--agent", "ella", "--peek", "--query", PAYROLL
-    )
+    pack = run_cli("read", "--vault", str(vault), "--agent", "ella", "--peek", "--query", PAYROLL)
     assert pack.exit_code == 0 and PAYROLL not in pack.stdout
     # facts are files, never links: ella's memory folder link is not one of her facts
     mem = run_cli("memories", "--vault", str(vault), "--json")

@@ -26,6 +26,7 @@ from vaultmem.core import clock
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
+from vaultmem.nexus.shown import ShowCheck
 
 AUTO_MARK = "(Written by the vaultmem {event} hook; `vaultmem checkpoint` replaces it.)"
 SESSION_CHANNEL = "session"
@@ -165,8 +166,11 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     others, next_cursor, acked, more = scan_new(
         vault, agent, cursor, vault.config.read.max_new_entries
     )
+    check = ShowCheck(vault)  # what fails verification is left out, and said (issue 20)
+    others = check.genuine(others)
+    check.save()
     budget = max(min(settings.prompt_budget, MAX_CONTEXT_CHARS // 4 - 100), 100)
-    parts: list[str] = []
+    parts: list[str] = [f"vaultmem: {check.note()}"] if check.failed else []
     if others:
         lines: list[str] = []
         used = 0

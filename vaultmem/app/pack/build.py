@@ -6,6 +6,8 @@ that the CLI renders as markdown for a prompt or as JSON:
      0 inbox               what is open for this agent, however old (app/pack/inbox.py); never
                            dropped: a budget cuts its list and says how much
      0 identity            never dropped
+     0 not_read            files that are symlinks out of the vault: named, never read
+     0 not_verified        open items that fail verification: named, their text left out
      5 profile             memory/PROFILE.md, built from approved memory (app/pack/condensed.py)
      6 agent_profile       agents/<agent>/PROFILE.md
     10 decisions           active decisions (nexus/decisions.md)
@@ -27,7 +29,10 @@ the pack was written out, so a pack that never reached the agent is shown again.
 far back as the cursor (or a fixed window), so the pack costs the same on a log of any length.
 
 Text other agents wrote (log entries, decisions, project state) goes out inside a fence with a
-line that says it is data, not instructions.
+line that says it is data, not instructions. What fails verification (an entry, a decision, a
+digest or a profile edited or forged: `nexus.verify.ShowCheck`, `nexus.digests`) is left out,
+and the section that would have shown it says so, with `vaultmem verify` to run. Every file is
+read through `Vault.open_inside`: a link out of the vault is never followed.
 
 A budget drops the least important sections first, as a whole when they are one block; a
 section made of items (entries, memory lines, decisions, pending facts, digests, profile lines)
@@ -39,7 +44,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -179,14 +184,18 @@ def _memory_item(line: str) -> Item:
 
 def decisions_section(vault: Vault) -> Section | None:
     from vaultmem.nexus import decisions as decisions_mod
+    from vaultmem.nexus.shown import ShowCheck
 
     try:
         active = decisions_mod.decisions(vault)
     except VaultmemError:
         return None
-    if not active:
+    check = ShowCheck(vault)  # a decision that fails verification is left out, and said
+    active = [d for d in active if check.problem(d.entry) is None]
+    check.save()
+    if not active and not check.failed:
         return None
-    lines = []
+    lines: list[str] = []
     items = []
     for d in active:
         e = d.entry
@@ -197,7 +206,7 @@ def decisions_section(vault: Vault) -> Section | None:
     return Section(
         "decisions",
         "Active decisions",
-        fence("\n".join(lines)),
+        (check.note() + "\n\n" if check.failed else "") + fence("\n".join(lines)),
         [d.to_dict() for d in active],
         vault.rel(vault.decisions),
         10,
@@ -371,8 +380,16 @@ def read(
     from vaultmem.nexus import coord
 
     agent = vault.require_agent(agent)
+    from vaultmem.nexus.shown import ShowCheck
+
     index = coord.load(vault)
     view = coordination.inbox(vault, agent, index=index)
+    check = ShowCheck(vault)  # an open item that fails verification is left out, and said
+    view = replace(
+        view,
+        items=tuple(i for i in view.items if check.problem(i.entry, hash_ok=i.hash_ok) is None),
+    )
+    check.save()
     in_inbox = {i.id for i in view.items}
     alerts = coordination.alerts_section(vault, index, in_inbox)
     skip = frozenset(in_inbox | set(alerts.ids if alerts else ()))
@@ -407,6 +424,10 @@ def read(
             sections.append(extra)
     if refused:
         sections.append(refused_section(refused))
+    if check.failed:
+        sections.append(
+            Section("not_verified", "Not shown: fails verification", check.note(), check.failed)
+        )
     sections.sort(key=lambda s: s.priority)
     limit = vault.config.read.budget if budget is None else budget
     kept, dropped, sizes, cut = importance.fit(
