@@ -143,7 +143,7 @@ def test_show_and_the_vault_reader_refuse_a_link_out(vault: Path, outside: Path)
     with pytest.raises(LinkOutsideVaultError, match=r"wiki/leak\.md"):
         v.read_text(vault / "wiki" / "leak.md")
     _link(vault, "wiki/folder.md", vault / "wiki")  # a link to a folder inside: not a file
-    with pytest.raises(LinkOutsideVaultError, match="not a file"):
+    with pytest.raises(LinkOutsideVaultError, match="not a regular file"):
         v.read_bytes(vault / "wiki" / "folder.md")
     assert v.read_text(vault / "memory" / "MEMORY.md").startswith("---") or True
 
@@ -186,12 +186,3 @@ def test_an_in_vault_link_never_hands_another_agents_fact_to_recall(vault: Path)
     # facts are files, never links: ella's memory folder link is not one of her facts
     mem = run_cli("memories", "--vault", str(vault), "--json")
     assert "agents/ella/memory/payroll.md" not in mem.stdout
-
-
-def test_mcp_recall_never_shows_a_linked_private_fact(vault: Path) -> None:
-    pytest.importorskip("mcp")
-    from tests._mcp import call, payload
-
-    _payroll(vault)
-    _tools, results = call(vault, "ella", ("recall", {"query": PAYROLL}))
-    assert payload(results[0])["hits"] == []

@@ -178,17 +178,3 @@ def test_a_forged_profile_is_not_shown_as_fresh(vault: Path) -> None:
     sections = data["sections"]
     assert isinstance(sections, dict) and "not_verified" not in sections["profile"]["data"]
     assert run_cli("verify", "--vault", str(vault)).exit_code == 0
-
-
-def test_mcp_log_and_read_leave_out_what_fails_verification(vault: Path) -> None:
-    pytest.importorskip("mcp")
-    from tests._mcp import call, payload
-
-    v = Vault.open(vault)
-    target = log.append(v, "ella", GENUINE).entry
-    _edit(vault / "nexus/live-context.md", GENUINE, FORGED)
-    _tools, (logged, read) = call(vault, "lyra", ("log", {}), ("read", {"peek": True}))
-    reply = payload(logged)
-    assert "mallory" not in json.dumps(reply).lower()
-    assert reply["not_verified"]["entries"] == {target.id: "edited"}
-    assert "mallory" not in json.dumps(payload(read)).lower()

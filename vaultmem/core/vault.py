@@ -30,16 +30,23 @@ from vaultmem.core.names import AGENT_NAME_RE
 if TYPE_CHECKING:
     from vaultmem.core.notes import Note
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# no-follow: a link swapped in after the check is not followed; non-blocking: a fifo is not
+# waited on (it is then refused as not a regular file)
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
 
 
 class LinkOutsideVaultError(PathOutsideVaultError):
     """A vault file is a symlink (or sits under one) whose target is outside the vault, or is
     not a regular file: it is never read. Readers that build a pack skip it and say so."""
 
-    def __init__(self, rel: str, target: str) -> None:
+    def __init__(self, rel: str, target: str, why: str | None = None) -> None:
         super().__init__(
-            f"{rel} is a symlink to {target}, outside the vault: not read",
+            f"{rel} {why or f'is a symlink to {target}, outside the vault'}: not read",
             f"replace the link with a real file (rm {rel}); `vaultmem status` lists such links",
         )
         self.rel = rel
@@ -154,7 +161,8 @@ class Vault:
         fd = os.open(real, _READ_FLAGS)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise LinkOutsideVaultError(self.rel_unresolved(path), f"{real} (not a file)")
+                rel = self.rel_unresolved(path)
+                raise LinkOutsideVaultError(rel, real, f"is not a regular file ({real})")
             return os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)

@@ -110,7 +110,8 @@ class ShowCheck:
             from vaultmem.nexus.verify import SignatureMemo
 
             self._keys = signing.public_keys(self.vault)
-            self._memo = SignatureMemo(self.vault, use=True)
+            # the memo `verify` keeps; a pack never makes its secret (nothing written to home)
+            self._memo = SignatureMemo(self.vault, use=True, create=False)
         wrong = entry_problem(
             e, self._keys or {}, require=self.require, memo=self._memo, hash_ok=hash_ok
         )

@@ -73,11 +73,11 @@ class SignatureMemo:
     keys are) cannot forge a line. `verify --full` ignores the memo.
     """
 
-    def __init__(self, vault: Vault, *, use: bool) -> None:
+    def __init__(self, vault: Vault, *, use: bool, create: bool = True) -> None:
         self.path = vault.state("verified", "signatures.txt")
         from vaultmem.core.device import memo_secret
 
-        self.secret = memo_secret() if use else None
+        self.secret = memo_secret(create=create) if use else None
         self.use = self.secret is not None
         self.known: set[str] = set()
         self.new: list[str] = []
