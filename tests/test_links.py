@@ -112,6 +112,9 @@ def test_a_link_out_of_the_vault_never_reaches_a_pack_or_a_hook(
     rec = run_cli("recall", MARKER, "--vault", str(vault), "--json")
     assert rec.exit_code == 0, rec.stderr
     assert json.loads(rec.stdout)["hits"] == [] and "root:*" not in rec.stdout
+    # nor the facts an agent lists (a memory folder that is a link out holds none)
+    mem = run_cli("memories", "--vault", str(vault), "--json")
+    assert mem.exit_code == 0 and MARKER not in mem.stdout and "root:*" not in mem.stdout
     # status names it, without following it
     st = run_cli("status", "--vault", str(vault), "--json")
     assert MARKER not in st.stdout

@@ -180,7 +180,7 @@ def apply(
             if quick is None or quick[0].get("status") not in ("approved", "rejected"):
                 continue
             try:
-                note = notes.require_ok(notes.read(path), path)
+                note = notes.require_ok(vault.read_note(path), path)
                 one = _plan(vault, path, note, who)
             except VaultmemError as exc:
                 problems.append(ApplyProblem(vault.rel(path), quick[0].get("id", ""), str(exc)))

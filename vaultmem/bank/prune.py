@@ -13,7 +13,7 @@ from vaultmem.bank.model import (
 )
 from vaultmem.bank.review_page import refresh_review_page
 from vaultmem.bank.store import bank_files, bank_lock, read_quick, set_status
-from vaultmem.core import clock, notes
+from vaultmem.core import clock
 from vaultmem.core.errors import IntegrityError, UsageError
 from vaultmem.core.vault import Vault
 
@@ -57,7 +57,7 @@ def prune(
                 "updated": clock.stamp(),
             }
             if dry_run:
-                note = notes.read(path)
+                note = vault.read_note(path)
                 if note.ok:
                     expired.append(fact_from_note(vault, path, note))
                 continue

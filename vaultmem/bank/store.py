@@ -120,7 +120,7 @@ def find_bank(vault: Vault, ref: str) -> tuple[Path, notes.Note]:
         listed = ", ".join(vault.rel(p) for p in hits)
         raise UsageError(f"{ref!r} matches several bank facts: {listed}", "pass the id instead")
     path = hits[0]
-    return path, notes.require_ok(notes.read(path), path)
+    return path, notes.require_ok(vault.read_note(path), path)
 
 
 def pending_for_read(
@@ -219,4 +219,4 @@ def set_status(
             "list the queue with: vaultmem promote list",
         )
     atomic_write(path, notes.set_frontmatter(old, updates, path=path))
-    return fact_from_note(vault, path, notes.read(path))
+    return fact_from_note(vault, path, vault.read_note(path))

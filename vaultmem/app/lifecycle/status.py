@@ -9,7 +9,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultmem.core import notes
 from vaultmem.core.errors import PathOutsideVaultError, VaultmemError
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts, lines
@@ -80,7 +79,7 @@ def memory_problems(vault: Vault) -> list[Problem]:
     for path, _agent in facts.fact_files(vault):
         rel = vault.rel(path)
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
         except VaultmemError as exc:
             problems.append(Problem(rel, "bad-encoding", exc.message))
             continue
