@@ -120,6 +120,12 @@ def test_a_link_out_of_the_vault_never_reaches_a_pack_or_a_hook(
     assert MARKER not in st.stdout
     kinds = {(p["path"], p["kind"]) for p in json.loads(st.stdout)["problems"]}
     assert (rel, "symlink-outside") in kinds
+    # and so does verify (exit 5: an integrity problem), without following it
+    ver = run_cli("verify", "--vault", str(vault), "--json")
+    assert ver.exit_code == 5 and MARKER not in ver.stdout
+    assert (rel, "symlink-outside") in {
+        (p["path"], p["kind"]) for p in json.loads(ver.stdout)["problems"]
+    }
 
 
 def test_proc_self_environ_never_reaches_the_session_start_hook(vault: Path) -> None:

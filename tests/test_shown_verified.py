@@ -102,6 +102,9 @@ def test_an_edited_handoff_never_sits_in_the_inbox(vault: Path) -> None:
     sections = data["sections"]
     assert isinstance(sections, dict)
     assert "inbox" not in sections and f"{h.id}: edited" in text
+    # `vaultmem inbox` says the same
+    res = run_cli("inbox", "--vault", str(vault), "--agent", "lyra")
+    assert "mallory" not in res.stdout.lower() and f"{h.id}: edited" in res.stderr
 
 
 def test_an_edited_decision_is_not_active_in_the_pack(vault: Path) -> None:

@@ -5,6 +5,7 @@ what fails them: left out, and said, with the verify command to run.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core.vault import Vault
@@ -158,3 +159,29 @@ class ShowCheck:
     def save(self) -> None:
         if self._memo is not None:
             self._memo.save()
+
+
+def outside_links(vault: Vault) -> list[tuple[str, str]]:
+    """(path, message) for each file or folder of the layout that a pack, a hook or MCP reads
+    (identities, memory indexes and folders, checkpoints, working memory, banks, project
+    state) and that leads out of the vault: never read, and `verify` reports it."""
+    rels = ["memory", "memory/MEMORY.md", "nexus/project-state.md"]
+    for agent in vault.known_agents():
+        base = f"agents/{agent}"
+        rels += [base] + [
+            f"{base}/{name}"
+            for name in (
+                "IDENTITY.md",
+                "MEMORY.md",
+                "checkpoint.md",
+                "working.md",
+                "memory",
+                "bank",
+            )
+        ]
+    out = []
+    for rel in rels:
+        path = vault.root / rel
+        if (path.is_symlink() or path.exists()) and not vault.inside(path):
+            out.append((rel, f"{rel} is a symlink to {os.path.realpath(path)}, outside the vault"))
+    return out

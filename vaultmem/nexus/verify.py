@@ -12,7 +12,7 @@ from typing import Any
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
-from vaultmem.nexus.shown import entry_problem
+from vaultmem.nexus.shown import entry_problem, outside_links
 
 GAP_DETAIL = 20  # a gap longer than this is reported as one range
 
@@ -32,6 +32,7 @@ PROBLEM_KINDS = (
     "bad-metadata",  # a metadata comment that does not parse
     "orphan-metadata",  # a metadata comment without a header
     "misplaced",  # a decisions entry in the live log or the reverse
+    "symlink-outside",  # a file packs read (identity, MEMORY.md, ...) is a link out of the vault
 )
 
 
@@ -387,6 +388,9 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
                     key.line,
                 )
             )
+    problems += [
+        LogProblem(rel, "symlink-outside", f"{msg}: not read") for rel, msg in outside_links(vault)
+    ]
     memo = SignatureMemo(vault, use=not full)
     for name in entry.LOGS:
         c, p = _verify_log(vault, name, keys, memo)

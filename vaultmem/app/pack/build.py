@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -380,16 +380,8 @@ def read(
     from vaultmem.nexus import coord
 
     agent = vault.require_agent(agent)
-    from vaultmem.nexus.shown import ShowCheck
-
     index = coord.load(vault)
-    view = coordination.inbox(vault, agent, index=index)
-    check = ShowCheck(vault)  # an open item that fails verification is left out, and said
-    view = replace(
-        view,
-        items=tuple(i for i in view.items if check.problem(i.entry, hash_ok=i.hash_ok) is None),
-    )
-    check.save()
+    view = coordination.inbox(vault, agent, index=index)  # leaves out what fails verification
     in_inbox = {i.id for i in view.items}
     alerts = coordination.alerts_section(vault, index, in_inbox)
     skip = frozenset(in_inbox | set(alerts.ids if alerts else ()))
@@ -424,9 +416,9 @@ def read(
             sections.append(extra)
     if refused:
         sections.append(refused_section(refused))
-    if check.failed:
+    if view.failed:
         sections.append(
-            Section("not_verified", "Not shown: fails verification", check.note(), check.failed)
+            Section("not_verified", "Not shown: fails verification", view.note, view.failed)
         )
     sections.sort(key=lambda s: s.priority)
     limit = vault.config.read.budget if budget is None else budget
