@@ -1,11 +1,17 @@
 """What the lifecycle hooks cost: whole-process time and tokens added to the agent's context.
 
-Times (medians of N runs, with the ratio to a bare `python -c pass` measured in the same run):
+Times (medians of N runs, and the median ratio of each run to a bare `python -c pass` run
+just before it, so a shared machine's changing load cancels out):
 
 - `vaultmem hook session-start`            the session pack, as Claude Code runs it
 - `vaultmem hook prompt`, nothing new       the common case on every user turn (goal: <= 5x)
 - `vaultmem hook prompt`, 20 new entries    other agents wrote 20 entries since the last turn
 - `vaultmem hook prompt`, a recall hit      the prompt names something the vault has notes on
+- `vaultmem hook session-start`, resume     a resumed (or compacted) session: the delta only
+- `vaultmem hook stop`                      the turn's end: the checkpoint is handed to a
+                                            detached process (what the runtime waits for)
+- `vaultmem hook stop`, in-line             the same work as the detached process does it
+- `vaultmem hook session-end`               the session's new turns queued, local state
 
 Tokens: a busy five-agent log (the four others write 0-3 entries each between two of ella's
 turns); for each of ella's prompts, the tokens the hook adds to the turn (chars / 4, as the read
@@ -33,6 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import precompile, scratch_vault
 
 VAULTMEM = Path(sys.executable).parent / "vaultmem"
+TRANSCRIPT = (
+    Path(__file__).resolve().parent.parent / "tests/fixtures/transcripts/claude-code-session.jsonl"
+)
 QUIET_PROMPT = "ok, go ahead with that"
 RECALL_PROMPT = "how do we handle stripe webhook retries?"
 
@@ -80,7 +89,7 @@ def append_many(vault: Path, agents: list[str], count: int, rng: random.Random) 
         )
 
 
-def timings(runs: int) -> list[tuple[str, float]]:
+def timings(runs: int) -> list[tuple[str, float, float]]:
     vault, env = scratch_vault()
     rng = random.Random(7)
     append_many(vault, ["lyra", "ella"], 200, rng)  # a log with some history
@@ -89,11 +98,17 @@ def timings(runs: int) -> list[tuple[str, float]]:
     run_hook("session-start", vault, "ella", start, env)  # the cursor exists from here on
     run_hook("prompt", vault, "ella", {**base, "prompt": RECALL_PROMPT, "session_id": "warm"}, env)
 
-    def median(fn: object) -> float:
-        samples = []
+    def median(fn: object) -> tuple[float, float]:
+        """(median ms, median ratio to a `python -c pass` run just before each sample): on a
+        shared machine the load changes from one second to the next, so each sample is
+        compared with its own F."""
+        samples, ratios = [], []
         for _ in range(runs + 1):
-            samples.append(fn())  # type: ignore[operator]
-        return statistics.median(samples[1:]) * 1000
+            f = bare()
+            took = fn()  # type: ignore[operator]
+            samples.append(took)
+            ratios.append(took / f)
+        return statistics.median(samples[1:]) * 1000, statistics.median(ratios[1:])
 
     def bare() -> float:
         t = time.perf_counter()
@@ -122,14 +137,46 @@ def timings(runs: int) -> list[tuple[str, float]]:
         assert "stripe" in out.lower(), out
         return took
 
-    results = [("python -c pass", median(bare))]
+    def resume() -> float:
+        took, out = run_hook("session-start", vault, "ella", {**start, "source": "resume"}, env)
+        assert "# Session context" not in out, out
+        return took
+
+    transcript = vault.parent / "session.jsonl"
+    transcript.write_bytes(TRANSCRIPT.read_bytes())
+    turn_end = {"session_id": "bench", "transcript_path": str(transcript), "cwd": str(vault),
+                "hook_event_name": "Stop", "stop_hook_active": False}  # fmt: skip
+
+    def stop() -> float:
+        took = run_hook("stop", vault, "ella", turn_end, env)[0]
+        time.sleep(0.5)  # turns are seconds apart: the detached work is done before the next
+        return took
+
+    def stop_inline() -> float:
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "vaultmem.app.hooks.background", "stop", "--vault",
+             str(vault), "--agent", "ella"],
+            input=json.dumps(turn_end), text=True, env=env, check=True, capture_output=True,
+        )  # fmt: skip
+        return time.perf_counter() - t
+
+    def session_end() -> float:
+        payload = {**turn_end, "hook_event_name": "SessionEnd", "reason": "other"}
+        return run_hook("session-end", vault, "ella", payload, env)[0]
+
+    results = [("python -c pass", *median(bare))]
     for name, fn in (
         ("hook session-start", session_start),
+        ("hook session-start, resume", resume),
         ("hook prompt, nothing new", nothing_new),
         ("hook prompt, 20 new entries", twenty_new),
         ("hook prompt, a recall hit", recall_hit),
+        ("hook stop (detached)", stop),
+        ("hook stop, the detached work", stop_inline),
+        ("hook session-end", session_end),
     ):
-        results.append((name, median(fn)))
+        results.append((name, *median(fn)))
     return results
 
 
@@ -172,10 +219,9 @@ def main() -> None:
     args = parser.parse_args()
     precompile()
     results = timings(args.runs)
-    bare = results[0][1]
     print(f"{'command':34} {'median':>9} {'x python -c pass':>17}")
-    for name, ms in results:
-        print(f"{name:34} {ms:7.1f}ms {ms / bare:16.1f}x")
+    for name, ms, ratio in results:
+        print(f"{name:34} {ms:7.1f}ms {ratio:16.1f}x")
     print()
     print(f"tokens added by `hook prompt` on a busy five-agent log ({args.turns} turns):")
     for name, value in busy_log(args.turns).items():

@@ -8,6 +8,10 @@
    alone after that merge.
 2. The first `vaultmem recall` after something touched every note of a `--notes` vault (a
    checkout, a copy, a sync tool) against a normal cold recall (goal: at most 2x).
+3. What the sync barrier costs writers (`--part append`): the latency of each library
+   `append` (p50/p95/max) in a writer process appending every 20 ms, with no sync running,
+   then while the same machine runs `vaultmem sync` back to back and another clone pushes 50
+   entries before each (so every sync fetches, merges and moves the working tree).
 
 Medians over `--runs`; the machine's `python -c pass` for scale.
 """
@@ -166,6 +170,82 @@ def bench_touch(notes: int, runs: int) -> None:
     print(f"  first recall after touching all      {a_med * 1000:8.1f} ms   {a_med / n_med:.2f}x")
 
 
+APPENDER = r"""
+import json, sys, time
+from pathlib import Path
+from vaultmem.core.vault import Vault
+from vaultmem.nexus.log import append
+v, stop, took = Vault.open(sys.argv[1]), Path(sys.argv[2]), []
+while not stop.exists():
+    t = time.perf_counter()
+    append(v, "ella", "while a sync runs")
+    took.append(time.perf_counter() - t)
+    time.sleep(0.02)
+print(json.dumps(took))
+"""
+
+
+def _appender_latencies(root: Path, env: dict[str, str], seconds: float,
+                        during: object = None) -> list[float]:  # fmt: skip
+    import json
+
+    stop = root.parent / "stop-appender"
+    stop.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", APPENDER, str(root), str(stop)], env=env,
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(during):
+            during()
+        else:
+            time.sleep(0.1)
+    stop.write_text("stop")
+    out, _ = proc.communicate(timeout=120)
+    return [float(x) for x in json.loads(out)]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+def bench_append_during_sync(n: int, seconds: float) -> None:
+    root, env = scratch_vault()
+    base = root.parent
+    big_log(root, env, n)
+    vm(env, "init", "--git", str(root))
+    bare = base / "origin.git"
+    git(base, "init", "--quiet", "--bare", str(bare))
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "push", "--quiet", "-u", "origin", "HEAD")
+    other = base / "other"
+    env_b = dict(env, VAULTMEM_HOME=str(base / "home-b"))
+    shutil.copytree(env["VAULTMEM_HOME"], env_b["VAULTMEM_HOME"])
+    vm(env_b, "clone", str(bare), str(other))
+    vm(env, "index", "--vault", str(root))
+    vm(env, "sync", "--vault", str(root))
+    idle = _appender_latencies(root, env, seconds)
+    syncs: list[float] = []
+
+    def one_round() -> None:
+        code = (
+            "import sys\nfrom vaultmem.core.vault import Vault\n"
+            "from vaultmem.nexus.log import append\nv = Vault.open(sys.argv[1])\n"
+            "for i in range(50): append(v, 'lyra', f'from the other clone {i}')\n"
+        )
+        subprocess.run([sys.executable, "-c", code, str(other)], env=env_b, check=True)
+        vm(env_b, "sync", "--vault", str(other), check=False)
+        syncs.append(vm(env, "sync", "--vault", str(root), check=False))
+
+    busy = _appender_latencies(root, env, seconds, one_round)
+    print(f"\nappend latency, {n:,}-entry log (library call; ms)")
+    print(f"  {'':28} {'p50':>8} {'p95':>8} {'max':>8} {'appends':>8}")
+    for label, took in (("no sync running", idle), ("syncs back to back", busy)):
+        print(f"  {label:28} {_pct(took, 0.5):8.1f} {_pct(took, 0.95):8.1f} "
+              f"{max(took) * 1000:8.1f} {len(took):8d}")  # fmt: skip
+    print(f"  ({len(syncs)} syncs that merged, median {statistics.median(syncs) * 1000:.0f} ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--entries", type=int, default=100_000)
@@ -177,6 +257,11 @@ def main() -> None:
         default="both",
         help="the entries all in nexus/live-context.md, or rotated into monthly archives",
     )
+    parser.add_argument(
+        "--part", choices=("all", "sync", "touch", "append"), default="all",
+        help="one part of the benchmark only",
+    )  # fmt: skip
+    parser.add_argument("--seconds", type=float, default=30.0, help="for --part append")
     args = parser.parse_args()
     precompile()
     passes = []
@@ -185,9 +270,12 @@ def main() -> None:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         passes.append(time.perf_counter() - start)
     print(f"python -c pass: {statistics.median(passes) * 1000:.1f} ms")
-    bench_touch(args.notes, args.runs)
+    if args.part in ("all", "append"):
+        bench_append_during_sync(min(args.entries, 20_000), args.seconds)
+    if args.part in ("all", "touch"):
+        bench_touch(args.notes, args.runs)
     for layout in ("live", "rotated"):
-        if args.layout in (layout, "both"):
+        if args.part in ("all", "sync") and args.layout in (layout, "both"):
             bench_sync(args.entries, args.runs, rotated=layout == "rotated")
 
 

@@ -101,10 +101,20 @@ def test_duplicate_of_pending_fact_raises_evidence(vault: Path) -> None:
     )
     assert again.outcome == "duplicate" and again.target == first.id and again.id is None
     assert again.message == f"duplicate {first.id}"
+    # evidence counts distinct sources: the same source again (a resumed session retained
+    # once more) is no new evidence
     third = retain.retain(v, "Marta is away until January", agent="ella", type_="user", source="s2")
-    assert third.evidence == 3
+    assert third.evidence == 2
+    same_doc = retain.retain(
+        v, "Marta is away until January", agent="ella", type_="user", source="s2#T9-T12"
+    )
+    assert same_doc.evidence == 2
+    fourth = retain.retain(
+        v, "Marta is away until January", agent="ella", type_="user", source="s3"
+    )
+    assert fourth.evidence == 3
     meta = _meta(vault, first.path or "")
-    assert meta["evidence"] == 3 and meta["source"] == ["s1", "s2"]
+    assert meta["evidence"] == 3 and meta["source"] == ["s1", "s2", "s2#T9-T12", "s3"]
     assert len(list((vault / "agents/ella/bank").glob("*.md"))) == 1
 
 

@@ -156,10 +156,20 @@ def test_more_than_the_window_since_last_read_says_so(vault: Path) -> None:
     read_json(vault, "--agent", "ella")
     for i in range(55):
         log.append(v, "lyra", f"e{i}")
+    # the 5 left out are counted, with the command that lists them, and stay new
+    text = run_cli("read", "--agent", "ella", "--peek", "--vault", str(vault)).stdout
+    assert "5 more new entries were not shown here" in text
+    assert "vaultmem log --since 2026-" in text and f"--vault {vault}" in text
     pack = read_json(vault, "--agent", "ella")
     data = pack["sections"]["new_entries"]["data"]
     assert data["more"] is True and len(data["entries"]) == 50
-    assert "vaultmem log --since lyra.1" in pack["sections"]["new_entries"]["text"]
+    assert pack["behind"] == 5 and pack["cursor"]["behind"] == 5
+    later = read_json(vault, "--agent", "ella")
+    assert [e["summary"] for e in later["sections"]["new_entries"]["data"]["entries"]] == [
+        f"e{i}" for i in range(5)
+    ]
+    assert later["behind"] == 0 and "behind" not in later["cursor"]
+    assert new_ids(read_json(vault, "--agent", "ella")) == []
 
 
 def test_query_is_passed_through(vault: Path) -> None:

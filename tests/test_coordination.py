@@ -82,7 +82,8 @@ def test_a_buried_handoff_stays_in_the_pack_until_its_recipient_acks(
     assert pack_inbox(again) == [handoff] and inbox_ids(vault, "ella") == [handoff]
     text = cli(vault, "read", "--agent", "ella").stdout
     assert text.index("## Your inbox (1 open)") < text.index("## Identity of ella")
-    assert "--ack ID --agent ella" in text and f"[{handoff}]" in text
+    # the ack hint runs as written from anywhere: it names the vault and the agent
+    assert f"--ack ID --vault {vault} --agent ella" in text and f"[{handoff}]" in text
     # other agents' acks do not count for ella
     append(vault, "nova", "seen it", "--type", "ack", "--ack", handoff)
     assert pack_inbox(pack(vault, "ella")) == [handoff]
@@ -226,7 +227,7 @@ def test_a_budget_cuts_the_inbox_list_with_an_exact_count(vault: Path) -> None:
     shown = inbox["data"]["shown"]
     assert 0 < shown < 30 and len(inbox["data"]["items"]) == shown
     assert f"{shown} of 30 shown, {30 - shown} not shown" in inbox["text"]
-    assert "vaultmem inbox --agent ella" in inbox["text"]
+    assert f"inbox --vault {vault} --agent ella" in inbox["text"]
     assert small["tokens"] <= ident + 400
     tiny = pack(vault, "ella", "--peek", "--budget", "1")
     assert tiny["sections"]["inbox"]["data"]["count"] == 30  # never dropped

@@ -293,7 +293,9 @@ def test_first_call_after_install_takes_the_fast_path(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().endswith("NO-TYPER")
-    assert list(home.iterdir()) == []
+    # no cache: the one file written is this machine's trust pin of a vault it never saw
+    written = [p.relative_to(home).parts[:2] for p in home.rglob("*") if p.is_file()]
+    assert written in ([], [("vaultmem", "trust")])
 
 
 def test_spec_covers_the_hot_commands() -> None:

@@ -271,6 +271,7 @@ def test_the_example_vault_ships_a_log_that_verifies(tmp_path: Path) -> None:
     e = log.append(v, "ella", "continuing the example").entry
     kinds = {p.kind for p in verify.verify(v).problems}
     assert kinds == {"unapproved-key"}
+    signing.create_key(v, "chiara")  # the approval is her signature
     signing.approve_key(v, info.key_id, reviewer="chiara")
     # this machine writes its own chain of ella: ella.<device>.1, never a second ella.7
     assert e.id.startswith("ella.") and e.id.count(".") == 2 and e.seq == 1

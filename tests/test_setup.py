@@ -84,7 +84,13 @@ def test_claude_code_merge_twice_then_remove(vault: Path, project: Path) -> None
     settings = json.loads(settings_text)
     # the person's keys and hooks are all there, unchanged
     assert settings["permissions"] == {"allow": ["Bash(npm run test:*)"], "deny": []}
-    assert settings["env"] == {"NODE_ENV": "development"} and settings["model"] == "opus"
+    assert settings["model"] == "opus"
+    # the person's env entry stays; ours give every hook and tool call the vault and agent
+    assert settings["env"] == {
+        "NODE_ENV": "development",
+        "VAULTMEM_VAULT": str(vault.resolve()),
+        "VAULTMEM_AGENT": "ella",
+    }
     starts = settings["hooks"]["SessionStart"]
     assert starts[0]["hooks"][0]["command"] == "echo 'hello from my hook'"
     assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "./check.sh"
@@ -105,7 +111,7 @@ def test_claude_code_merge_twice_then_remove(vault: Path, project: Path) -> None
         assert len(ours) == 1 and ours[0]["type"] == "command" and ours[0]["timeout"] > 5
         assert "--agent ella" in ours[0]["command"] and str(vault.resolve()) in ours[0]["command"]
     # the untouched part of the file is byte for byte what the person wrote
-    assert settings_text.startswith(USER_SETTINGS.split('"hooks"')[0])
+    assert settings_text.startswith(USER_SETTINGS.split('"env"')[0])
     assert '"model": "opus"\n}\n' in settings_text
     assert '            {\n                "matcher": "startup",' in settings_text
     mcp = json.loads((project / ".mcp.json").read_text())
@@ -119,6 +125,10 @@ def test_claude_code_merge_twice_then_remove(vault: Path, project: Path) -> None
     md = (project / "CLAUDE.md").read_text()
     assert md.startswith(USER_CLAUDE_MD + "\n\n<!-- vaultmem:start")
     assert "You are agent `ella`" in md and md.endswith("<!-- vaultmem:end -->\n")
+    # the commands the block gives run as written: this vaultmem by absolute path, with
+    # the vault and the agent (exit 127 / exit 3 otherwise)
+    exe = mcp["mcpServers"]["vaultmem"]["command"]
+    assert Path(exe).is_absolute() and f"`{exe} read --vault {vault.resolve()} --agent ella`" in md
     once = snapshot(project)
     code, _out, err = cc(vault, project)
     assert code == 0, err
@@ -260,6 +270,24 @@ def test_codex_merge_twice_then_remove(
     assert data["profiles"]["fast"]["model"] == "gpt-5.1-codex-mini"
     agents = (project / "AGENTS.md").read_text()
     assert agents.startswith(USER_AGENTS_MD + "\n<!-- vaultmem:start") and "agent `lyra`" in agents
+    # shell tool calls get the vault and the agent; the hooks feature is on
+    assert data["shell_environment_policy"]["set"] == {
+        "VAULTMEM_VAULT": str(vault.resolve()),
+        "VAULTMEM_AGENT": "lyra",
+    }
+    assert data["features"]["hooks"] is True
+    # the lifecycle hooks, in hooks.json next to config.toml (developers.openai.com/codex/hooks)
+    hooks = json.loads((home / "hooks.json").read_text())["hooks"]
+    assert sorted(hooks) == ["PreCompact", "SessionStart", "Stop", "UserPromptSubmit"]
+    for event, name in (
+        ("SessionStart", "session-start"),
+        ("UserPromptSubmit", "prompt"),
+        ("PreCompact", "pre-compact"),
+        ("Stop", "stop"),
+    ):
+        ((handler,),) = [g["hooks"] for g in hooks[event]]
+        assert handler["type"] == "command" and f" hook {name} " in handler["command"]
+        assert handler["command"].endswith(f"--vault {vault.resolve()} --agent lyra")
     once = snapshot(home), snapshot(project)
     assert codex(vault, project)[0] == 0
     assert (snapshot(home), snapshot(project)) == once
@@ -276,6 +304,27 @@ def test_codex_refuses_a_server_of_the_same_name(
     before = snapshot(home)
     code, _out, err = codex(vault, project)
     assert code == 8 and "outside vaultmem's block" in err and snapshot(home) == before
+
+
+def test_codex_leaves_the_tables_a_person_has_to_them(
+    vault: Path, project: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A [features] or [shell_environment_policy] table of the person's cannot be opened
+    again in vaultmem's block: setup says what to add instead, and the file stays valid."""
+    home = isolated_env / "codex-home"
+    home.mkdir()
+    mine = '[features]\nweb_search = true\n\n[shell_environment_policy]\ninherit = "core"\nset = { A = "1" }\n'
+    (home / "config.toml").write_text(mine)
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    code, out, err = codex(vault, project)
+    assert code == 0, err
+    data = tomllib.loads((home / "config.toml").read_text())
+    assert data["features"] == {"web_search": True} and data["shell_environment_policy"]["set"] == {
+        "A": "1"
+    }
+    assert "add hooks = true to it" in out and "VAULTMEM_AGENT" in out
+    assert codex(vault, project, "--remove")[0] == 0
+    assert (home / "config.toml").read_text() == mine
 
 
 def test_codex_project_scope(vault: Path, project: Path) -> None:

@@ -166,23 +166,21 @@ def test_unknown_event_and_bad_options_never_block(vault: Path) -> None:
         assert proc.returncode == 0 and proc.stdout == "" and "Traceback" not in proc.stderr
 
 
-def test_locked_log_session_end(vault: Path, tmp_path: Path) -> None:
+def test_session_end_never_touches_the_log(vault: Path, tmp_path: Path) -> None:
+    """Session bookkeeping lives in local state: a locked log does not even slow it down."""
     from vaultmem.core.locking import release, try_exclusive
 
     keys(vault, "ella")
     settings(vault, lock_timeout=0.3)
+    before = (vault / "nexus" / "live-context.md").read_bytes()
     held = try_exclusive(vault / ".vaultmem" / "locks" / "live-context.lock")
     assert held is not None
     try:
-        started = time.monotonic()
         proc = hook("session-end", fixture("session-end", tmp_path), vault)
-        took = time.monotonic() - started
     finally:
         release(held)
-    line = assert_quiet_failure(proc)
-    assert "timed out" in line and took < 10
-    assert "LockTimeoutError (exit 6)" in (vault / ".vaultmem" / "hooks.log").read_text()
-    # the session was queued before the log was tried: nothing is lost
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert (vault / "nexus" / "live-context.md").read_bytes() == before
     (queued,) = (vault / ".vaultmem" / "queue" / "ella").glob("*.json")
     assert "idempotency key" in queued.read_text()
 
@@ -208,7 +206,7 @@ def test_prompt_shows_only_what_is_new(vault: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert res.exit_code == 0, res.stderr
     text = context(hook("prompt", quiet, vault), "prompt")
-    assert "1 new entries from other agents" in text
+    assert "1 new entry from other agents" in text
     assert "Checkout sends Idempotency-Key" in text and "AWAITING ACK" in text
     assert "treat it as data" in text
     again = hook("prompt", quiet, vault)
@@ -233,11 +231,28 @@ def test_prompt_recall_never_shows_another_agents_private_notes(
     assert "zebracorn" not in text and "agents/lyra" not in text
 
 
+def inline(event: str, payload: dict[str, Any], vault: Path) -> None:
+    """What the detached child of `hook stop` / `hook pre-compact` runs, run to its end."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "vaultmem.app.hooks.background", event,
+         "--vault", str(vault), "--agent", "ella"],
+        input=json.dumps(payload), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def wait_for(check: Any, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out waiting for the background work"
+        time.sleep(0.05)
+
+
 def test_stop_writes_a_checkpoint_the_agents_own_wins(vault: Path, tmp_path: Path) -> None:
     keys(vault, "ella")
     payload = fixture("stop", tmp_path)
     hook("session-start", fixture("session-start-startup", tmp_path), vault)
-    assert hook("stop", payload, vault).returncode == 0
+    inline("stop", payload, vault)
     cp = (vault / "agents" / "ella" / "checkpoint.md").read_text()
     assert "Written by the vaultmem stop hook" in cp and "Session abc123" in cp
     assert "Last request: Good. From now on every Stripe call" in cp
@@ -245,20 +260,33 @@ def test_stop_writes_a_checkpoint_the_agents_own_wins(vault: Path, tmp_path: Pat
     assert "sk_live" not in cp and "REMINDER-MARKER" not in cp
     journal = vault / ".vaultmem" / "journal" / "checkpoints" / "ella.jsonl"
     versions = len(journal.read_text().splitlines())
-    hook("stop", payload, vault)  # nothing changed: nothing written
+    inline("stop", payload, vault)  # nothing changed: nothing written
     assert len(journal.read_text().splitlines()) == versions
     res = run_cli(
         "checkpoint", "Halfway through refunds", "--task", "refunds", "--vault", str(vault),
         "--agent", "ella",
     )  # fmt: skip
     assert res.exit_code == 0
-    hook("pre-compact", fixture("pre-compact-auto", tmp_path), vault)
+    inline("pre-compact", fixture("pre-compact-auto", tmp_path), vault)
     cp = (vault / "agents" / "ella" / "checkpoint.md").read_text()
     assert "Halfway through refunds" in cp and "vaultmem stop hook" not in cp
 
 
-def test_session_end_queues_and_logs(vault: Path, tmp_path: Path) -> None:
+def test_stop_hands_the_checkpoint_to_a_detached_process(vault: Path, tmp_path: Path) -> None:
+    """The runtime waits for `hook stop` on every turn: it answers at once, prints nothing,
+    and the checkpoint is written after; the payload file it handed over is gone."""
     keys(vault, "ella")
+    checkpoint = vault / "agents" / "ella" / "checkpoint.md"
+    hook("session-start", fixture("session-start-startup", tmp_path), vault)
+    proc = hook("stop", fixture("stop", tmp_path), vault)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    wait_for(lambda: checkpoint.exists() and "Session abc123" in checkpoint.read_text())
+    assert list((vault / ".vaultmem" / "spool").iterdir()) == []
+
+
+def test_session_end_queues_and_keeps_the_log_clean(vault: Path, tmp_path: Path) -> None:
+    keys(vault, "ella")
+    before = run_cli("log", "--json", "--vault", str(vault)).stdout
     proc = hook("session-end", fixture("session-end", tmp_path), vault)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc.stderr
     (queued,) = (vault / ".vaultmem" / "queue" / "ella").glob("*.json")
@@ -266,10 +294,12 @@ def test_session_end_queues_and_logs(vault: Path, tmp_path: Path) -> None:
     assert data["session_id"] == "abc123" and data["source"] == "session.jsonl"
     assert "sk_live_51" not in queued.read_text()
     assert oct(queued.stat().st_mode & 0o777) == "0o600"
-    tail = run_cli("log", "--tail", "1", "--json", "--vault", str(vault))
-    (entry,) = json.loads(tail.stdout)["entries"]
-    assert entry["summary"] == "Session ended (prompt_input_exit)" and entry["type"] == "note"
-    assert "api/webhooks.py" in entry["body"] and "queued for retention" in entry["body"]
+    # the session is recorded in local state, never on the log
+    assert run_cli("log", "--json", "--vault", str(vault)).stdout == before
+    history = vault / ".vaultmem" / "sessions" / "ella-history.jsonl"
+    (record,) = [json.loads(line) for line in history.read_text().splitlines()]
+    assert record["session_id"] == "abc123" and record["reason"] == "prompt_input_exit"
+    assert "api/webhooks.py" in record["files"] and record["queued"].startswith(".vaultmem/queue/")
     dry = run_cli("retain", "--queued", "--dry-run", "--vault", str(vault), "--agent", "ella")
     assert dry.exit_code == 0 and "user: Good. From now on" in dry.stdout
     nokey = run_cli("retain", "--queued", "--vault", str(vault), "--agent", "ella")
@@ -383,3 +413,61 @@ def test_session_context_stays_under_claude_codes_cap(vault: Path, tmp_path: Pat
     assert len(text) <= 10_000
     assert "# Identity of ella" in text or "Identity of ella" in text
     assert "_Dropped to fit the budget" in text and "project_state" in text
+
+
+def test_prompt_budget_never_marks_unshown_entries_as_seen(vault: Path, tmp_path: Path) -> None:
+    """A real fix followed by 12 session notes, and a prompt budget that holds a few lines:
+    the fix comes first, what did not fit is counted with the command that lists it, and the
+    next prompts deliver the rest, each entry exactly once."""
+    keys(vault, "ella", "lyra")
+    settings(vault, prompt_budget=100)
+    hook("session-start", fixture("session-start-startup", tmp_path), vault)
+    quiet = fixture("user-prompt-submit", tmp_path, prompt="fix the typo in the footer")
+    ids = []
+    for n, (summary, type_) in enumerate(
+        [("Webhook retries are idempotent now", "fix")]
+        + [(f"Session note number {i}", "note") for i in range(12)]
+    ):
+        res = run_cli("append", summary, "--type", type_, "--channel", "api" if n == 0 else "session",
+                      "--vault", str(vault), "--agent", "lyra", "--json")  # fmt: skip
+        ids.append(json.loads(res.stdout)["id"])
+    seen: list[str] = []
+    first = True
+    for _turn in range(20):
+        text = hook("prompt", quiet, vault).stdout
+        if not text:
+            break
+        added = json.loads(text)["hookSpecificOutput"]["additionalContext"]
+        shown = re.findall(r"^- \[(lyra\.[\w.]+)\]", added, re.M)
+        assert shown, added
+        if first:
+            assert ids[0] in shown  # the fix is never crowded out by the notes
+            left = len(ids) - len(shown)
+            assert f"{left} more new entries were not shown here" in added
+            assert "vaultmem log --since 2026-" in added and f"--vault {vault}" in added
+            first = False
+        seen += shown
+    assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))  # all, each once
+    assert hook("prompt", quiet, vault).stdout == ""
+
+
+def test_a_resumed_session_queues_only_its_new_turns(vault: Path, tmp_path: Path) -> None:
+    keys(vault, "ella")
+    end = fixture("session-end", tmp_path)
+    assert hook("session-end", end, vault).returncode == 0
+    queue = vault / ".vaultmem" / "queue" / "ella"
+    (first,) = queue.glob("*.json")
+    turns = len(json.loads(first.read_text())["turns"])
+    assert hook("session-end", end, vault).stderr == ""  # the same transcript again (resume)
+    assert list(queue.glob("*.json")) == [first]  # nothing new: nothing queued
+    transcript = Path(end["transcript_path"])
+    line = {
+        "type": "user", "uuid": "u-new", "sessionId": "abc123", "timestamp": "2026-11-29T12:00:00.000Z",
+        "message": {"role": "user", "content": "Also log every refund with its reason code."},
+    }  # fmt: skip
+    transcript.write_text(transcript.read_text() + json.dumps(line) + "\n")
+    assert hook("session-end", end, vault).stderr == ""
+    (second,) = [p for p in queue.glob("*.json") if p != first]
+    later = json.loads(second.read_text())["turns"]
+    assert [t["text"] for t in later] == ["Also log every refund with its reason code."]
+    assert later[0]["n"] > turns  # cited by its place in the whole session

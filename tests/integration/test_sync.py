@@ -123,6 +123,7 @@ def machines(tmp_path: Path) -> dict[str, Path]:
     res = vm("init", str(a), "--agent", "ella", "--agent", "lyra", "--reviewer", "chiara",
              "--git", home=tmp_path / "home-a")  # fmt: skip
     assert res.returncode == 0, res.stderr
+    _reviewer_key(a, tmp_path / "home-a")
     bare = tmp_path / "origin.git"
     git(tmp_path, "init", "--quiet", "--bare", str(bare))
     git(a, "remote", "add", "origin", str(bare))
@@ -139,7 +140,19 @@ def machines(tmp_path: Path) -> dict[str, Path]:
     }
 
 
+def _reviewer_key(root: Path, home: Path) -> None:
+    """chiara's key, made on machine A and committed: every clone pins it on first use."""
+    res = vm("keys", "create", "--reviewer", "chiara", "--vault", str(root), home=home)
+    assert res.returncode == 0, res.stderr
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "chiara")
+
+
 def _approve_b_keys(m: dict[str, Path]) -> None:
+    # an approval is chiara's signature: she carries her key (made on A) to this machine
+    mine = m["home-b"].parent / "home-a" / "keys" / "chiara"
+    if not (m["home-b"] / "keys" / "chiara").exists():
+        shutil.copytree(mine, m["home-b"] / "keys" / "chiara")
     keys = json.loads(vm("keys", "list", "--json", "--vault", str(m["b"]), home=m["home-b"]).stdout)
     for k in keys["keys"]:
         if not k["approved"]:
@@ -308,6 +321,7 @@ def test_three_machines_converge_with_every_entry_once(tmp_path: Path) -> None:
     res = vm("init", str(tmp_path / "a"), "--agent", "ella", "--agent", "lyra", "--agent",
              "mira", "--reviewer", "chiara", "--git", home=tmp_path / "home-a")  # fmt: skip
     assert res.returncode == 0, res.stderr
+    _reviewer_key(tmp_path / "a", tmp_path / "home-a")
     bare = tmp_path / "origin.git"
     git(tmp_path, "init", "--quiet", "--bare", str(bare))
     a = Machine("a", tmp_path / "a", tmp_path / "home-a")

@@ -111,3 +111,15 @@ def classify(
         ):
             return "may_supersede", (match, cand)
     return "inserted", None
+
+
+def source_document(source: str) -> str:
+    """The document a source cites: `session.jsonl#T3-T5` -> `session.jsonl`."""
+    return source.split("#", 1)[0]
+
+
+def distinct_source(known: Sequence[str], source: str) -> bool:
+    """Is `source` evidence from a document none of `known` cites? Two runs over one
+    session (a resume queues its later turns) are one source, whatever turns they cite."""
+    doc = source_document(source)
+    return all(source_document(k) != doc for k in known)

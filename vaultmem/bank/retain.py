@@ -126,10 +126,17 @@ def _new_bank_id(vault: Vault, taken: set[str]) -> str:
 
 def _raised(meta: dict[str, Any], source: str | None, stamp: str) -> dict[str, Any]:
     """Frontmatter updates for one more piece of evidence."""
+    from vaultmem.bank.dedupe import distinct_source
+
     sources = list(as_list(meta.get("source")))
+    evidence = as_int(meta.get("evidence"))
+    if source and distinct_source(sources, source):
+        evidence += 1  # evidence counts distinct sources, not how often one was retained
+    elif not source:
+        evidence += 1  # a fact retained by hand, without a source: each time is evidence
     if source and source not in sources:
         sources.append(source)
-    return {"evidence": as_int(meta.get("evidence")) + 1, "source": sources, "last_seen": stamp}
+    return {"evidence": evidence, "source": sources, "last_seen": stamp}
 
 
 class _Writes:

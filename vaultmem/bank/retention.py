@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -164,30 +164,69 @@ def _turns_out(t: Transcript) -> list[dict[str, Any]]:
 def enqueue(
     vault: Vault, agent: str, transcript: Transcript, label: str, session_id: str | None
 ) -> Queued | None:
-    """Queue a parsed session for retention; None when it holds no dialogue."""
+    """Queue the turns of a parsed session that were never queued before; None when there
+    are none, or they hold no request yet (they are queued with the next ones).
+
+    A resumed or compacted session ends again with the whole transcript: the agent's ledger
+    (`.vaultmem/queue/AGENT.ledger.json`, one key per turn: role, time and text) keeps each
+    turn from being queued, sent and counted as evidence twice."""
     agent = vault.require_agent(agent)
-    if not transcript.turns or (
-        transcript.format != TranscriptFormat.TEXT and not transcript.requests()
-    ):
+    ledger = _load_ledger(vault, agent)
+    fresh = tuple(t for t in transcript.turns if turn_key(t) not in ledger)
+    part = replace(transcript, turns=fresh)
+    if not part.turns or (part.format != TranscriptFormat.TEXT and not part.requests()):
         return None
     stamp = clock.stamp().replace(":", "")
     name = _SAFE.sub("-", f"{stamp}-{session_id or 'session'}")[:120] + ".json"
     path = queue_dir(vault, agent) / name
+    if path.exists():  # the same session queued twice within one second
+        path = path.with_name(f"{path.stem}-{len(ledger)}.json")
     record = {
         "agent": agent,
         "source": label,
         "session_id": session_id,
         "queued": clock.stamp(),
-        "format": transcript.format.value,
-        "files": list(transcript.files),
-        "cwd": transcript.cwd,
-        "started": transcript.started,
+        "format": part.format.value,
+        "files": list(part.files),
+        "cwd": part.cwd,
+        "started": part.started,
         "attempts": 0,
         "last_error": None,
-        "turns": _turns_out(transcript),
+        "turns": _turns_out(part),
     }
     atomic_write(path, json.dumps(record, ensure_ascii=False) + "\n", mode=0o600)
+    # after the queue file: a crash in between queues these turns again, never loses them
+    _save_ledger(vault, agent, [*ledger, *(turn_key(t) for t in fresh)])
     return _queued_from(path, record)
+
+
+LEDGER_KEEP = 50_000  # turn keys a ledger keeps (the oldest go first)
+
+
+def turn_key(turn: Turn) -> str:
+    """One turn's identity across copies of a transcript (a resume, a compaction)."""
+    import hashlib
+
+    raw = "\0".join((turn.role, turn.time or "", turn.text)).encode("utf-8", "replace")
+    return hashlib.sha256(raw).hexdigest()[:20]
+
+
+def _ledger_path(vault: Vault, agent: str) -> Path:
+    return vault.state(QUEUE_DIR, f"{agent}.ledger.json")
+
+
+def _load_ledger(vault: Vault, agent: str) -> dict[str, None]:
+    try:
+        data = json.loads(_ledger_path(vault, agent).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    keys = data.get("turns") if isinstance(data, dict) else None
+    return dict.fromkeys(k for k in keys if isinstance(k, str)) if isinstance(keys, list) else {}
+
+
+def _save_ledger(vault: Vault, agent: str, keys: list[str]) -> None:
+    kept = list(dict.fromkeys(keys))[-LEDGER_KEEP:]
+    atomic_write(_ledger_path(vault, agent), json.dumps({"turns": kept}) + "\n", mode=0o600)
 
 
 def _queued_from(path: Path, data: dict[str, Any]) -> Queued:

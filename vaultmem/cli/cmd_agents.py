@@ -156,12 +156,13 @@ def setup_codex(
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Codex: the MCP server in config.toml and an instruction block in the project's AGENTS.md.
+    """Codex: lifecycle hooks in hooks.json, the MCP server, the shell environment and the
+    hooks feature in config.toml, and an instruction block in the project's AGENTS.md.
 
-    Both are marked blocks: a re-run updates them, --remove takes them out, and nothing else in
-    either file changes.
+    The TOML and markdown parts are marked blocks and the hooks are spliced in: a re-run
+    updates them, --remove takes them out, and nothing else in any file changes.
     """
-    from vaultmem.app.setup.plan import plan_codex
+    from vaultmem.app.setup.codex import plan_codex
     from vaultmem.core.config import ENV_CODEX_HOME, env
 
     v, who = _vault_and_agent(vault, agent)
@@ -173,6 +174,39 @@ def setup_codex(
         scope=scope,
         remove=remove,
         codex_home=Path(home).expanduser() if home else None,
+    )
+    _finish(plan, dry_run, as_json)
+
+
+@setup_app.command(
+    "gemini",
+    epilog=example(
+        "vaultmem setup gemini --agent ella --vault ~/notes/orbit",
+        "vaultmem setup gemini --agent ella --remove",
+    ),
+)
+def setup_gemini(
+    project: ProjectOpt = None,
+    scope: Annotated[
+        SetupScope,
+        typer.Option(
+            "--scope",
+            help="project: .gemini/settings.json here; user: ~/.gemini/settings.json.",
+        ),
+    ] = SetupScope.PROJECT,
+    dry_run: DryRunOpt = False,
+    remove: RemoveOpt = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Gemini CLI: lifecycle hooks and the MCP server in .gemini/settings.json, and an
+    instruction block in the project's GEMINI.md."""
+    from vaultmem.app.setup.plan import plan_gemini
+
+    v, who = _vault_and_agent(vault, agent)
+    plan = plan_gemini(
+        v, who, project=(project or Path.cwd()).resolve(), scope=scope, remove=remove
     )
     _finish(plan, dry_run, as_json)
 

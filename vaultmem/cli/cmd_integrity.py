@@ -1,4 +1,4 @@
-"""Integrity commands: keys (create, list, approve), verify, repair."""
+"""Integrity commands: keys (create, list, approve), trust (show, accept), verify, repair."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def keys_create(
     if reviewer is not None:
         from vaultmem.nexus.alerts import require_person
 
-        info = create_key(v, require_person(v, reviewer))
+        info = create_key(v, require_person(v, reviewer), acting_agent=agent)
     else:
         info = create_key(v, v.require_agent(agent))
     if as_json:
@@ -80,7 +80,10 @@ def keys_approve(
     as_json: JsonOpt = False,
 ) -> None:
     """A person approves a key that no earlier key of its agent vouched for (a new machine, a
-    copied vault). Refused (exit 8) when an agent is acting or the name is not a reviewer."""
+    copied vault) by signing it with their own key (make one: vaultmem keys create --reviewer
+    NAME). Refused (exit 8) when an agent is acting, the name is not a reviewer, or the
+    reviewer has no key on this machine. Re-run it for a key approved by text only (an old
+    vault's `approved-by reviewer NAME TIME`): text approves nothing."""
     from vaultmem.nexus.signing import approve_key
 
     key = approve_key(open_vault(vault), key_id, reviewer=reviewer, acting_agent=agent)
@@ -109,6 +112,91 @@ def keys_list(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt =
         here = "private key here" if r["private_here"] else "no private key here"
         state = r["approval"] if r["approved"] else f"NOT APPROVED: {r['approval']}"
         emit(f"{r['agent']:<12} {r['key_id']}  created {r['created'] or '?'}  ({here}; {state})")
+
+
+trust_app = typer.Typer(
+    help="This machine's trust pins: `trust` shows pinned vs the files, `trust accept` pins "
+    "the files' security settings and keys.",
+    invoke_without_command=True,
+)
+commands.add_typer(trust_app, name="trust")
+
+
+def _print_trust(report: object, *, accepted: bool) -> None:
+    from vaultmem.nexus.trust import TrustReport
+
+    assert isinstance(report, TrustReport)
+    pinned, current = report.pinned["settings"], report.current["settings"]
+    emit(f"pins: {report.pins_file}")
+    for key in ("require_signatures", "secrets_policy", "reviewers", "agents"):
+        was, now = pinned.get(key), current.get(key)
+        mark = "  " if was == now else "≠ "
+        emit(f"{mark}{key:<19} pinned {json_text(was):<24} file {json_text(now)}")
+    for name, keys in sorted((report.pinned["keys"].get("reviewers") or {}).items()):
+        emit(f"  reviewer {name}: {', '.join(sorted(keys))} pinned")
+    if accepted:
+        for change in report.changes:
+            emit(f"accepted: {change.line()}")
+        if not report.changes:
+            emit("nothing to accept: the files match this machine's pins")
+        return
+    for change in report.changes:
+        emit(f"pending: {change.line()}")
+    if report.changes:
+        warn(
+            "these changes are not in effect on this machine; if you made them or trust who "
+            "did, run: vaultmem trust accept"
+        )
+    else:
+        emit("ok: the files match this machine's pins")
+
+
+def json_text(value: object) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+@trust_app.callback(epilog=example("vaultmem trust", "vaultmem trust --json"))
+def trust_cmd(
+    ctx: typer.Context,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the security settings and keys this machine pinned for the vault next to what the
+    files say now, and every change not accepted yet (exit 5 when there is one)."""
+    if ctx.invoked_subcommand:
+        return
+    from vaultmem.nexus.trust import report
+
+    r = report(open_vault(vault))
+    if as_json:
+        emit_json(r.to_dict())
+    else:
+        _print_trust(r, accepted=False)
+    if r.changes:
+        raise typer.Exit(5)
+
+
+@trust_app.command(
+    "accept", epilog=example("vaultmem trust accept", "vaultmem trust accept --json")
+)
+def trust_accept(
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Pin what the files say now: the security settings of vaultmem.toml, the reviewers' keys
+    and each agent's first key. Run it only for changes you made or trust (see: vaultmem
+    trust). Refused (exit 8) when an agent is acting."""
+    from vaultmem.nexus.trust import accept
+
+    r = accept(open_vault(vault), acting_agent=agent)
+    if as_json:
+        emit_json(r.to_dict())
+    else:
+        _print_trust(r, accepted=True)
 
 
 @commands.command(
@@ -181,7 +269,8 @@ def repair(
     as_json: JsonOpt = False,
 ) -> None:
     """Restore log entries an editor lost (from the journal, in time order), put back edited
-    entries, set torn text aside; say what was done. Exit 5 if problems remain."""
+    entries, set torn text aside, write a log a git merge left out of order in its canonical
+    order, remove stale temp files; say what was done. Exit 5 if problems remain."""
     if state is not None:
         from vaultmem.nexus.state import restore_state
 

@@ -25,12 +25,26 @@ from vaultmem.cli.base import (
         "vaultmem sync",
         "vaultmem sync --status",
         'vaultmem sync --message "end of day" --remote origin',
+        "vaultmem sync --watch --interval 30",
     )
 )
 def sync(
     status: Annotated[
         bool, typer.Option("--status", help="Show ahead/behind and what is not synced yet.")
     ] = False,
+    watch: Annotated[
+        bool,
+        typer.Option("--watch", help="Sync again and again (a machine with no agent runtime)."),
+    ] = False,
+    interval: Annotated[
+        float | None,
+        typer.Option(
+            "--interval",
+            help="Seconds between syncs with --watch [default: the [sync] interval].",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
     remote: Annotated[
         str | None,
         typer.Option(
@@ -49,11 +63,14 @@ def sync(
 ) -> None:
     """Commit local changes, pull, push, then verify and refresh the index (git).
 
-    Exit 0 when synced or when there was nothing to do, 6 when the remote cannot be reached
-    (the work stays committed here; retry later), 5 when a merge needs a person (the files are
-    listed, both versions kept) or when `verify` finds problems after a sync that went through
-    (it names them; a forked chain says `repair --merge-forks`), 7 when the vault is not a git
-    repository or has no remote.
+    No write made while it runs is lost: agents' writes wait a moment, a file a person saves
+    meanwhile is merged or left for the next sync. Exit 0 when synced or when there was
+    nothing to do; 6 when the remote cannot be reached, another sync or git is running, or
+    the remote kept moving (the work stays committed here; retry); 5 when a file holds both
+    machines' versions between markers (named; edit it, then sync) or `verify` finds problems
+    after the sync; 8 when the remote's commits would write local state (`.vaultmem/`), a
+    symbolic link or change the merge rules (nothing is merged); 7 when the vault is not a
+    git repository or has no remote.
     """
     from vaultmem.app.sync import pipeline as sync_mod
 
@@ -71,17 +88,59 @@ def sync(
             f"  {st.unsynced_entries} log entr{'y' if st.unsynced_entries == 1 else 'ies'} not on the remote yet"
         )
         return
+    if watch:
+        from vaultmem.core.errors import VaultmemError
+
+        def said(result: sync_mod.SyncReport | VaultmemError) -> None:
+            if isinstance(result, VaultmemError):
+                warn(str(result))
+            else:
+                _render(result, as_json)
+
+        every = interval if interval is not None else _interval(v)
+        try:
+            sync_mod.watch(v, interval=every, remote=remote, report=said)
+        except KeyboardInterrupt:
+            return
+        return
 
     from vaultmem.cli.output_recall import progress_bar
 
     # the index catching up with what the merge brought in: a bar on a terminal, else nothing
-    with progress_bar("Indexing") as progress:
-        report = sync_mod.sync(
-            v, remote=remote, message=message, progress=None if as_json else progress
-        )
+    try:
+        with progress_bar("Indexing") as progress:
+            report = sync_mod.sync(
+                v, remote=remote, message=message, progress=None if as_json else progress
+            )
+    except sync_mod.SyncConflictError as exc:
+        partial = getattr(exc, "report", None)
+        if partial is not None and partial.outcome != "nothing":
+            _render(partial, as_json)
+        raise
+    _render(report, as_json)
+    if report.verify_ok is False:
+        warn("synced, but verify found problems after the merge: run vaultmem verify")
+        raise typer.Exit(5)
+
+
+def _interval(v: object) -> float:
+    from vaultmem.core.clock import parse_duration
+
+    raw = getattr(getattr(getattr(v, "config", None), "sync", None), "interval", "15s")
+    if not isinstance(raw, str):
+        return float(raw)
+    parsed = parse_duration(raw, "[sync] interval")
+    return parsed.total_seconds() if parsed is not None else 15.0
+
+
+def _render(report: object, as_json: bool) -> None:
+    from vaultmem.app.sync.pipeline import SyncReport
+
+    assert isinstance(report, SyncReport)
     if as_json:
         emit_json(report.to_dict())
-    elif report.outcome == "nothing":
+        return
+    if report.outcome == "nothing":
         emit("nothing to do: in sync")
     else:
         if report.committed:
@@ -92,11 +151,18 @@ def sync(
         )
         if report.index:
             emit(f"index: {report.index.get('refreshed', 0)} file(s) reindexed")
+    for note in report.notes:
+        emit(f"  {note}")
+    for line in report.trust:
+        warn(
+            line
+            if line.startswith("waiting")
+            else f"{line}: see what it changes with vaultmem trust"
+        )
+    for path in report.skipped:
+        warn(f"not synced: {path} is a symbolic link or a nested repository")
     for problem in report.problems:
         warn(problem)
-    if report.verify_ok is False:
-        warn("synced, but verify found problems after the merge: run vaultmem verify")
-        raise typer.Exit(5)
 
 
 @commands.command(
@@ -114,7 +180,7 @@ def clone(
 ) -> None:
     """Clone a vault to a new machine: git clone, merge drivers, and this machine's keys for
     the agents that will write from it (a reviewer approves each: vaultmem keys approve)."""
-    from vaultmem.app.sync.pipeline import clone as do_clone
+    from vaultmem.app.sync.machines import clone as do_clone
     from vaultmem.nexus.signing import create_key
 
     v = do_clone(url, path)

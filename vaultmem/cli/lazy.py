@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "cmd_log",
     "state": "cmd_log",
     "keys": "cmd_integrity",
+    "trust": "cmd_integrity",
     "verify": "cmd_integrity",
     "repair": "cmd_integrity",
     "inbox": "cmd_coord",

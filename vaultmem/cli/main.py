@@ -40,6 +40,8 @@ def _main() -> None:
         fail(EXIT_USAGE, "UsageError", bad, "pass text in UTF-8", "--json" in argv)
     if argv[:2] == ["hook", "prompt"] and _quiet_prompt():
         return
+    if argv[:2] in (["hook", "stop"], ["hook", "pre-compact"]) and _detached(argv[1]):
+        return
     from vaultmem.cli.fast import try_fast
 
     if try_fast(argv):
@@ -68,6 +70,22 @@ def _quiet_prompt() -> bool:
 
     payload = read_stdin(sys.stdin)
     if nothing_new(sys.argv[3:], payload):
+        return True
+    sys.stdin = io.StringIO(payload)
+    return False
+
+
+def _detached(event: str) -> bool:
+    """`hook stop` / `hook pre-compact`: the checkpoint can wait for the turn to end, so it is
+    handed to a detached process (app/hooks/background.py) and this one exits at once.
+    Otherwise the payload is put back on stdin and the hook runs here."""
+    import io
+
+    from vaultmem.app.hooks.background import detach
+    from vaultmem.app.hooks.quick import read_stdin
+
+    payload = read_stdin(sys.stdin)
+    if detach(event, sys.argv[3:], payload):
         return True
     sys.stdin = io.StringIO(payload)
     return False

@@ -162,6 +162,8 @@ class BankSettings:
 @dataclass(frozen=True)
 class SyncSettings:
     pull: str = setting("merge", choices=("merge", "rebase"))  # how `vaultmem sync` pulls
+    # the least time between two background syncs the hooks start (a duration; "never": none)
+    interval: str = "15s"
 
 
 @dataclass(frozen=True)
@@ -272,6 +274,7 @@ def _check_values(config: Config, path: Path) -> Config:
     durations = (
         ("alerts", "window", config.alerts.window, False),
         ("working", "ttl", config.working.ttl, True),
+        ("sync", "interval", config.sync.interval, True),
     )
     for table, key, value, never in durations:
         try:
@@ -387,7 +390,10 @@ def toml_list(names: list[str] | tuple[str, ...]) -> str:
     return "[" + ", ".join(json.dumps(n) for n in names) + "]"
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: Path, *, pinned: bool = True) -> Config:
+    """The vault's config as this machine enforces it: the file's settings, with the security
+    settings taken from this machine's pins (`pinned`, see `effective`); `pinned=False` gives
+    the file as it is."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -398,7 +404,12 @@ def load_config(path: Path) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text", "re-save the file as UTF-8") from exc
-    return parse_config(text, path)
+    config = parse_config(text, path)
+    if not pinned:
+        return config
+    from vaultmem.core.pins import effective  # this machine's trust pins (one small JSON read)
+
+    return effective(config, path.parent)
 
 
 # --- environment (entry points only) -------------------------------------------------------
@@ -450,6 +461,12 @@ def env_crash_at() -> int | None:
     raw = env(ENV_CRASH_AT) or ""
     kind, _, n = raw.partition(":")
     return int(n) if kind == "step" and n.isdigit() else None
+
+
+def env_crash_stage() -> str | None:
+    """The sync stage to die at (VAULTMEM_CRASH_AT=sync:STAGE), for the crash tests."""
+    kind, _, stage = (env(ENV_CRASH_AT) or "").partition(":")
+    return stage if kind == "sync" and stage else None
 
 
 def env_debug() -> bool:

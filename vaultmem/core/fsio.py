@@ -10,12 +10,19 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
+import stat
+import time
 from pathlib import Path
 
 from vaultmem.core.errors import DiskFullError, IntegrityError, NotWritableError, VaultmemError
 
 TEMP_PREFIX = ".vaultmem-tmp-"
+TEMP_MAX_AGE = 60.0  # seconds: a live write's temp file lives for milliseconds
+# exactly the names this module gives its temp files: a person's file never matches
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r".+\.[0-9a-f]{8}")
+_swept: dict[str, float] = {}  # folder -> when this process last cleaned it (monotonic)
 # open flag that refuses to follow a symlink in the last component (0 where there is none)
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -101,6 +108,43 @@ def _write_synced(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
+def sweep_temp_files(folder: Path, *, older_than: float = TEMP_MAX_AGE) -> list[Path]:
+    """Remove the temp files a killed write left in `folder` (never followed into subfolders):
+    only names this module makes (`.vaultmem-tmp-NAME.<8 hex>`), only regular files, only
+    those not modified for `older_than` seconds (a concurrent write's temp file is younger).
+    File times are the file system's, so this compares them with the real clock, never the
+    pinned one. Returns what it removed; a file it cannot remove is left for the next time."""
+    removed: list[Path] = []
+    limit = time.time() - older_than
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for item in entries:
+        if not item.name.startswith(TEMP_PREFIX) or not _TEMP_NAME.fullmatch(item.name):
+            continue
+        try:
+            info = item.stat(follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode) or info.st_mtime > limit:
+                continue
+            Path(item.path).unlink()
+        except OSError:
+            continue
+        removed.append(Path(item.path))
+    return removed
+
+
+def _sweep_once(folder: Path) -> None:
+    """Clean `folder` of stale temp files when this process writes there (again at most once a
+    minute, for a long-lived server): the next command that owns a folder cleans what a killed
+    one left, at one scan of the folder per command."""
+    key, moment = str(folder), time.monotonic()
+    if key in _swept and moment - _swept[key] < TEMP_MAX_AGE:
+        return
+    _swept[key] = moment
+    sweep_temp_files(folder)
+
+
 def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -119,6 +163,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         with contextlib.suppress(OSError):  # never hide the real error behind the clean-up's
             tmp.unlink(missing_ok=True)
         raise write_error(path, exc) from exc
+    _sweep_once(path.parent)
 
 
 def replace_cache(path: Path, data: bytes) -> None:
@@ -190,6 +235,7 @@ def create_exclusive(path: Path, data: str) -> bool:
         finally:
             tmp.unlink(missing_ok=True)
         fsync_dir(path.parent)
+        _sweep_once(path.parent)
         return True
     except OSError as exc:
         with contextlib.suppress(OSError):  # never hide the real error behind the clean-up's

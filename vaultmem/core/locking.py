@@ -30,9 +30,9 @@ _POLL_MAX = 0.05
 if os.name == "posix":
     import fcntl
 
-    def _try_lock(fh: IO[bytes]) -> bool:
+    def _try_lock(fh: IO[bytes], shared: bool = False) -> bool:
         try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh.fileno(), (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except (BlockingIOError, PermissionError):
             return False
         return True
@@ -42,11 +42,12 @@ if os.name == "posix":
 
 else:  # pragma: no cover - exercised on Windows only
 
-    def _try_lock(fh: IO[bytes]) -> bool:
+    def _try_lock(fh: IO[bytes], shared: bool = False) -> bool:
         import portalocker
 
+        kind = portalocker.LOCK_SH if shared else portalocker.LOCK_EX
         try:
-            portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)
+            portalocker.lock(fh, kind | portalocker.LOCK_NB)
         except portalocker.exceptions.LockException:
             return False
         return True
@@ -72,26 +73,64 @@ def lock_path(vault: Vault, name: str) -> Path:
     return vault.state("locks", f"{name}.lock")
 
 
+# The sync barrier: every vaultmem write lock is also a shared lock on this file, and `sync`
+# takes it exclusively for the short window in which it commits the working tree and moves it
+# to a merge result. A writer's read-modify-write therefore happens wholly before that window
+# (and is committed) or wholly after it (on top of the merged files): it waits, it never loses.
+BARRIER = "sync-barrier.lock"
+_OUTSIDE_BARRIER = (BARRIER, "sync.lock")
+
+
+def _wait_for(
+    fh: IO[bytes], path: Path, deadline: float, timeout: float, what: str, *, shared: bool = False
+) -> None:
+    pause = _POLL_START
+    while not _try_lock(fh, shared):
+        if time.monotonic() >= deadline:
+            holder = _holder(path)
+            raise LockTimeoutError(
+                f"timed out after {timeout:g}s waiting for the {what} lock ({path})"
+                + (f", held by pid {holder}" if holder else ""),
+                "another vaultmem process is writing; retry (safe), or raise the timeout",
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, _POLL_MAX)
+
+
 @contextmanager
 def exclusive(path: Path, timeout: float, *, what: str) -> Iterator[None]:
     """Hold an exclusive lock on `path` (created if missing) or raise LockTimeoutError (exit 6).
 
     Polls with a growing back-off instead of blocking, so a stuck holder can never hang us.
+    A lock under `.vaultmem/locks/` also holds the sync barrier (shared) while it is held.
     """
+    deadline = time.monotonic() + timeout
+    barrier = None
+    if path.parent.name == "locks" and path.name not in _OUTSIDE_BARRIER:
+        barrier = _open(path.with_name(BARRIER))
+    try:
+        if barrier is not None:
+            _wait_for(barrier, path.with_name(BARRIER), deadline, timeout, "sync", shared=True)
+        with _exclusive(path, deadline, timeout, what):
+            yield
+    finally:
+        if barrier is not None:
+            barrier.close()  # closing the descriptor releases its lock
+
+
+@contextmanager
+def barrier(path: Path, timeout: float) -> Iterator[None]:
+    """Hold the sync barrier (`.vaultmem/locks/sync-barrier.lock`) exclusively: no vaultmem
+    write runs meanwhile. Only `sync` takes it, and takes no other vaultmem lock inside it."""
+    with _exclusive(path, time.monotonic() + timeout, timeout, "sync barrier"):
+        yield
+
+
+@contextmanager
+def _exclusive(path: Path, deadline: float, timeout: float, what: str) -> Iterator[None]:
     fh = _open(path)
     try:
-        deadline = time.monotonic() + timeout
-        pause = _POLL_START
-        while not _try_lock(fh):
-            if time.monotonic() >= deadline:
-                holder = _holder(path)
-                raise LockTimeoutError(
-                    f"timed out after {timeout:g}s waiting for the {what} lock ({path})"
-                    + (f", held by pid {holder}" if holder else ""),
-                    "another vaultmem process is writing; retry (safe), or raise the timeout",
-                )
-            time.sleep(pause)
-            pause = min(pause * 2, _POLL_MAX)
+        _wait_for(fh, path, deadline, timeout, what)
         try:
             # who holds it, for the timeout message of the next waiter
             fh.seek(0)

@@ -321,6 +321,15 @@ class Vault:
         return agent
 
 
+def refuse_acting_agent(acting_agent: str | None, what: str = "approvals") -> None:
+    """The gate's first rule (exit 8): {what} come from people, never from an acting agent."""
+    if acting_agent:
+        raise ReviewRefusedError(
+            f"refused: an agent ({acting_agent}) is acting; {what} come from people",
+            "a person runs this without --agent and with VAULTMEM_AGENT unset",
+        )
+
+
 def resolve_reviewer(vault: Vault, reviewer: str | None, *, acting_agent: str | None) -> str:
     """The person reviewing (facts, keys), or ReviewRefusedError (exit 8).
 
@@ -332,11 +341,7 @@ def resolve_reviewer(vault: Vault, reviewer: str | None, *, acting_agent: str | 
     it (`bank.model`), and no agent's name passes here, so nobody reviews their own proposal.
     """
     listed = ", ".join(vault.config.reviewers) or "none"
-    if acting_agent:
-        raise ReviewRefusedError(
-            f"refused: an agent ({acting_agent}) is acting; approvals come from people",
-            "a reviewer runs this without --agent and with VAULTMEM_AGENT unset",
-        )
+    refuse_acting_agent(acting_agent)
     name = reviewer or vault.config.default_reviewer
     if not name:
         raise UsageError(

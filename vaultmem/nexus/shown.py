@@ -77,7 +77,8 @@ def entry_problem(
         return (
             "unapproved-key",
             f"{e.id} is signed with {e.key}, a key of {e.agent} that is not approved "
-            f"({pk.approval}); a reviewer approves it with: vaultmem keys approve {e.key}",
+            f"({pk.approval}); a reviewer approves it with: vaultmem keys approve {e.key} "
+            f"--reviewer {pk.reviewer or 'NAME'}",
             False,
         )
     return None

@@ -7,8 +7,12 @@ Where keys live:
 - the public keys: `agents/<agent>/keys.md` in the vault, one line per key, oldest first. Lines are
   never removed: every key an agent ever used stays, so old entries keep verifying after a new
   `keys create` (key rotation, or someone who copied a vault without its private keys).
-- a person (a reviewer) who signs entries (`vaultmem resolve --reviewer NAME`) has the same, with
-  the public keys in `people/<name>/keys.md`.
+- a person (a reviewer) who signs entries (`vaultmem resolve --reviewer NAME`) and approves keys
+  (`vaultmem keys approve`) has the same, with the public keys in `people/<name>/keys.md`.
+
+What may sign is decided against this machine's trust pins (nexus/trust.py): an agent's first
+key and the reviewers' keys are pinned on first use; every other key is approved by a signature
+(an earlier approved key of the same agent, or a pinned reviewer key), never by a line of text.
 
 A key id is `k-` + the first 16 hex digits of SHA-256 over the raw 32-byte public key; entries
 name the key that signed them. Reading the keys file needs no YAML and no cryptography; the
@@ -23,25 +27,30 @@ import functools
 import hashlib
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import clock, config
-from vaultmem.core.errors import IntegrityError, VaultmemError
+from vaultmem.core.errors import IntegrityError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_private
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault, validate_name
 
+if TYPE_CHECKING:
+    from vaultmem.nexus.trust import Judge
+
 KEYS_FILE = "keys.md"
 SIG_DOMAIN = b"vaultmem-entry-v1\n"
 KEY_DOMAIN = b"vaultmem-key-v1\n"
+APPROVAL_DOMAIN = b"vaultmem-key-approval-v1\n"
 _KEY_LINE = re.compile(
     r"- `(?P<id>k-[0-9a-f]{16})` ed25519 `(?P<pub>[A-Za-z0-9+/]{43}=)`"
     r"(?: created (?P<created>\S+))?"
     r"(?: device (?P<device>[a-z2-7]{4}))?"
     r"(?: approved-by (?:`(?P<by_key>k-[0-9a-f]{16})` sig `(?P<ksig>[A-Za-z0-9+/]{86}==)`"
-    r"|reviewer (?P<reviewer>[a-z0-9][a-z0-9_-]{0,39})(?: (?P<at>\S+))?))?"
+    r"|reviewer (?P<reviewer>[a-z0-9][a-z0-9_-]{0,39})"
+    r"(?: `(?P<rkey>k-[0-9a-f]{16})` sig `(?P<rsig>[A-Za-z0-9+/]{86}==)`)?(?: (?P<at>\S+))?))?"
 )
 
 
@@ -65,6 +74,8 @@ class PublicKey:
     key_sig: str | None = None
     reviewer: str | None = None
     device: str = ""  # the chain its entries go to: "" for the agent's first machine
+    reviewer_key: str | None = None  # the reviewer's key that signed the approval
+    reviewer_sig: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -112,6 +123,15 @@ def key_statement(agent: str, key_id: str, public_b64: str, device: str = "") ->
     return KEY_DOMAIN + f"{agent}\n{key_id}\n{public_b64}{tail}".encode("ascii")
 
 
+def approval_statement(
+    agent: str, key_id: str, public_b64: str, device: str, reviewer: str
+) -> bytes:
+    """What a reviewer's key signs to approve an agent's key: the key statement under its own
+    domain (a rotation signature is never read as an approval), and the reviewer's name."""
+    body = key_statement(agent, key_id, public_b64, device).removeprefix(KEY_DOMAIN)
+    return APPROVAL_DOMAIN + body + f"\n{reviewer}".encode("ascii")
+
+
 def _parse_keys(text: str, agent: str) -> list[PublicKey]:
     found = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -128,49 +148,11 @@ def _parse_keys(text: str, agent: str) -> list[PublicKey]:
                     key_sig=m["ksig"],
                     reviewer=m["reviewer"],
                     device=m["device"] or "",
+                    reviewer_key=m["rkey"],
+                    reviewer_sig=m["rsig"],
                 )
             )
     return found
-
-
-def _judge(keys: list[PublicKey], reviewers: tuple[str, ...]) -> list[PublicKey]:
-    """Each key with `approved` set: the first key, or vouched for by an earlier approved key
-    of the same agent, or approved by a person listed as a reviewer."""
-    out: list[PublicKey] = []
-    approved: dict[str, PublicKey] = {}
-    for n, key in enumerate(keys):
-        if n == 0:
-            verdict = (True, "first key")
-        elif key.by_key:
-            voucher = approved.get(key.by_key)
-            if voucher is None:
-                verdict = (
-                    False,
-                    f"vouched for by {key.by_key}, which is not an earlier approved key",
-                )
-            elif key.key_sig and verify_raw(
-                voucher.public,
-                key_statement(key.agent, key.key_id, key.public, key.device),
-                key.key_sig,
-            ):
-                verdict = (True, f"signed by {key.by_key}")
-            else:
-                verdict = (False, f"the signature by {key.by_key} does not match")
-        elif key.reviewer:
-            if key.reviewer in reviewers:
-                verdict = (True, f"reviewer {key.reviewer}")
-            else:
-                verdict = (False, f"{key.reviewer} is not a reviewer of this vault")
-        else:
-            verdict = (
-                False,
-                "not signed by an earlier key of the agent, nor approved by a reviewer",
-            )
-        judged = replace(key, approved=verdict[0], approval=verdict[1])
-        out.append(judged)
-        if judged.approved:
-            approved[judged.key_id] = judged
-    return out
 
 
 @dataclass(frozen=True)
@@ -197,10 +179,8 @@ def agent_keys(vault: Vault, agent: str, *, judge: bool = True) -> list[PublicKe
     return _agent_keys(vault, agent, judge=judge)[0]
 
 
-def _agent_keys(
-    vault: Vault, agent: str, *, judge: bool = True
-) -> tuple[list[PublicKey], str | None]:
-    path = keys_file(vault, agent)
+def read_key_lines(path: Path, owner: str) -> tuple[list[PublicKey], str | None]:
+    """The key lines of one keys file, not judged (no cryptography), and a problem if any."""
     try:
         text, problem = _read_keys_text(path)
     except FileNotFoundError:
@@ -208,9 +188,22 @@ def _agent_keys(
     except OSError as exc:
         return [], f"cannot read: {exc.strerror}"
     keys = [
-        k for k in _parse_keys(text, agent) if key_id_for(base64.b64decode(k.public)) == k.key_id
+        k for k in _parse_keys(text, owner) if key_id_for(base64.b64decode(k.public)) == k.key_id
     ]
-    return (_judge(keys, vault.config.reviewers) if judge else keys), problem
+    return keys, problem
+
+
+def _agent_keys(
+    vault: Vault, agent: str, *, judge: bool = True, judge_with: Judge | None = None
+) -> tuple[list[PublicKey], str | None]:
+    path = keys_file(vault, agent)
+    keys, problem = read_key_lines(path, agent)
+    if not judge:
+        return keys, problem
+    from vaultmem.nexus.trust import Judge
+
+    person = path.parent.parent.name == "people"
+    return (judge_with or Judge(vault)).judge(keys, agent, person=person), problem
 
 
 def public_keys(vault: Vault) -> dict[str, PublicKey]:
@@ -223,6 +216,9 @@ def keys_report(vault: Vault) -> tuple[dict[str, PublicKey], list[KeysFileProble
     be read cleanly."""
     out: dict[str, PublicKey] = {}
     problems: list[KeysFileProblem] = []
+    from vaultmem.nexus.trust import Judge
+
+    judge = Judge(vault)
     for top in ("agents", "people"):
         folder = vault.root / top
         if not folder.is_dir():
@@ -236,7 +232,7 @@ def keys_report(vault: Vault) -> tuple[dict[str, PublicKey], list[KeysFileProble
                 continue
             if vault.rel(keys_file(vault, child.name)) != f"{top}/{child.name}/{KEYS_FILE}":
                 continue  # a keys file in the wrong folder (a person's under agents/)
-            keys, problem = _agent_keys(vault, child.name)
+            keys, problem = _agent_keys(vault, child.name, judge_with=judge)
             if problem:
                 problems.append(KeysFileProblem(child.name, vault.rel(child / KEYS_FILE), problem))
             for key in keys:
@@ -289,9 +285,17 @@ def _ed25519() -> Any:
     return ed25519
 
 
-def create_key(vault: Vault, agent: str) -> KeyInfo:
-    """Make a new key pair for `agent`: private key in VAULTMEM_HOME, public key in the vault."""
+def create_key(vault: Vault, agent: str, *, acting_agent: str | None = None) -> KeyInfo:
+    """Make a new key pair for `agent` (or a person listed as a reviewer): private key in
+    VAULTMEM_HOME, public key in the vault. An agent's first key, and a person's key made on
+    this machine, are pinned here (nexus/trust.py); a person's key is refused (exit 8) while
+    an agent is acting."""
     validate_name(agent)
+    person = vault.rel(keys_file(vault, agent)).startswith("people/")
+    if person:
+        from vaultmem.core.vault import refuse_acting_agent
+
+        refuse_acting_agent(acting_agent, "a person's signing keys")
     ed = _ed25519()
     private = ed.Ed25519PrivateKey.generate()
     from cryptography.hazmat.primitives import serialization
@@ -342,6 +346,12 @@ def create_key(vault: Vault, agent: str) -> KeyInfo:
 
             device = device_id() or ""
     kfile = register_public_key(vault, agent, public_b64, created, approval=approval, device=device)
+    from vaultmem.nexus import trust
+
+    if person:
+        trust.pin_reviewer_key(vault, agent, kid, public_b64)
+    elif not existing:
+        trust.pin_first_key(vault, agent, kid)
     judged = next((k for k in agent_keys(vault, agent) if k.key_id == kid), None)
     return KeyInfo(
         agent,
@@ -358,9 +368,11 @@ def approve_key(
     vault: Vault, key_id: str, *, reviewer: str | None, acting_agent: str | None = None
 ) -> PublicKey:
     """A person approves a key no earlier key of its agent vouched for (a new machine's key
-    for an agent whose old keys are elsewhere, or a copy of a vault without its private keys).
-    The review gate's rules apply: no agent acting, a listed reviewer (exit 8 otherwise)."""
-    from vaultmem.core.errors import NotFoundError
+    for an agent whose old keys are elsewhere, or a copy of a vault without its private keys)
+    by signing `approval_statement` with their own key, one this machine trusts. The review
+    gate's rules apply: no agent acting, a listed reviewer (exit 8 otherwise); a reviewer with
+    no trusted key here is refused too (exit 8, with the command that makes one)."""
+    from vaultmem.core.errors import NotFoundError, SigningKeyMissingError
     from vaultmem.core.vault import resolve_reviewer
 
     who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
@@ -371,6 +383,25 @@ def approve_key(
         )
     if key.approved:
         return key
+    if vault.rel(keys_file(vault, key.agent)).startswith("people/"):
+        raise UsageError(
+            f"{key_id} is a key of the person {key.agent}; people's keys are not approved, "
+            "they are pinned",
+            "check it (vaultmem trust) and accept it: vaultmem trust accept",
+        )
+    mine = [
+        k
+        for k in agent_keys(vault, who)
+        if k.approved and private_key_path(who, k.key_id).is_file()
+    ]
+    if not mine:
+        raise SigningKeyMissingError(
+            f"{who} has no signing key on this machine that it trusts; an approval is {who}'s "
+            "signature",
+            f"make one: vaultmem keys create --reviewer {who} (then run this again)",
+        )
+    signer = Signer(who, mine[-1].key_id, private_key_path(who, mine[-1].key_id))
+    sig = signer.sign_raw(approval_statement(key.agent, key.key_id, key.public, key.device, who))
     path = keys_file(vault, key.agent)
     with exclusive(
         lock_path(vault, f"keys-{key.agent}"), vault.config.log.lock_timeout, what="keys"
@@ -383,7 +414,8 @@ def approve_key(
                 body = line.rstrip("\r\n")
                 body = body.split(" approved-by ", 1)[0]  # a broken approval is replaced
                 end = line[len(line.rstrip("\r\n")) :] or "\n"
-                lines[i] = f"{body} approved-by reviewer {who} {clock.stamp()}{end}"
+                approval = f"approved-by reviewer {who} `{signer.key_id}` sig `{sig}`"
+                lines[i] = f"{body} {approval} {clock.stamp()}{end}"
                 break
         atomic_write(vault.path(vault.rel(path)), "".join(lines))
     approved = public_keys(vault)[key_id]

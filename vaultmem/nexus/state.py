@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.core import clock, intents
-from vaultmem.core.errors import EntryNotFoundError, UsageError
+from vaultmem.core.errors import EntryNotFoundError, IntegrityError, UsageError, VaultmemError
 from vaultmem.core.fsio import append_durable, atomic_write, create_exclusive, read_text
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
@@ -24,6 +24,9 @@ MAX_SECTION = 80
 _FENCE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})")
 _TOP_HEADING = re.compile(r"#{1,2}(?:\s|$)")
 _HEADING = re.compile(r"(#{1,2})[ \t]+(.*?)[ \t]*#*[ \t]*")
+_MARK_OPEN = re.compile(r"<{7}(?:[ \t].*)?")
+_MARK_CLOSE = re.compile(r">{7}(?:[ \t].*)?")
+_MARK_MID = re.compile(r"(?:={7}|\|{7}(?:[ \t].*)?)[ \t]*")
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,116 @@ def section_spans(lines: list[str]) -> list[tuple[str, int, int]]:
     return spans
 
 
+# --- conflict markers left by git -------------------------------------------------------------
+
+
+def conflict_markers(text: str) -> list[int]:
+    """1-based line numbers of the git conflict markers in `text` (outside closed code fences).
+
+    `<<<<<<<` and `>>>>>>>` lines (alone or followed by a space and a label) always count; a
+    `=======` or `|||||||` line counts only between the two (alone it is a setext heading
+    underline in markdown, which a person may write).
+    """
+    lines = text.replace("\r\n", "\n").split("\n")
+    fenced = _fenced(lines)
+    found: list[int] = []
+    middle: list[int] = []
+    opened = False
+    for i, line in enumerate(lines):
+        if i in fenced:
+            continue
+        if _MARK_OPEN.fullmatch(line):
+            found += middle if opened else []
+            found.append(i + 1)
+            opened, middle = True, []
+        elif _MARK_CLOSE.fullmatch(line):
+            found += middle
+            found.append(i + 1)
+            opened, middle = False, []
+        elif opened and _MARK_MID.fullmatch(line):
+            middle.append(i + 1)
+    if opened:
+        found += middle  # a block that never closes: its middle lines are markers too
+    return sorted(found)
+
+
+CONFLICT_HINT = (
+    "a git conflict marker: a merge left two versions here; keep the right text and delete "
+    "the <<<<<<< ======= >>>>>>> lines"
+)
+
+
+@dataclass(frozen=True)
+class ConflictMarker:
+    path: str  # vault-relative
+    line: int  # 1-based
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _owned_files(vault: Vault) -> list[Path]:
+    """The files vaultmem writes that a git merge can leave markers in (the logs apart)."""
+    # plain joins, read through Vault.read_text: a link out of the vault is skipped, not read
+    root = vault.root
+    paths = [root / "nexus/project-state.md", root / "memory/MEMORY.md", root / "memory/PROFILE.md"]
+    for agent in vault.known_agents():
+        paths += [root / "agents" / agent / name for name in ("MEMORY.md", "checkpoint.md")]
+        paths.append(root / "agents" / agent / "PROFILE.md")
+    digests = root / "nexus/digests"
+    if digests.is_dir():
+        paths += sorted(digests.glob("*.md"))
+    return paths
+
+
+def find_conflict_markers(vault: Vault) -> list[ConflictMarker]:
+    """Every conflict marker git left in a file vaultmem owns: the project state, the
+    `MEMORY.md` files, the checkpoints, digests and profiles, and the logs (live file,
+    archives, decisions). In a
+    log only lines outside entries count: an entry's body is the agent's text, hashed and
+    signed, and may quote a conflict."""
+    from vaultmem.nexus import entry as entry_mod
+
+    found: list[ConflictMarker] = []
+    for path in _owned_files(vault):
+        try:
+            text = vault.read_text(path, what="file")
+        except (FileNotFoundError, VaultmemError):  # unreadable: status reports it
+            continue
+        found += [ConflictMarker(vault.rel(path), n) for n in conflict_markers(text)]
+    for name in entry_mod.LOGS:
+        for path in log.chain_files(vault, name):
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            if not _may_hold_markers(data):
+                continue  # the common case, at the cost of one fast scan of the bytes
+            inside: set[int] = set()
+            for e in entry_mod.parse_bytes(data).entries:
+                inside.update(range(e.line_start, e.line_end + 1))
+            lines = data.decode("utf-8", "replace")
+            found += [
+                ConflictMarker(vault.rel(path), n)
+                for n in conflict_markers(lines)
+                if n not in inside
+            ]
+    return found
+
+
+def _may_hold_markers(data: bytes) -> bool:
+    """Whether a line starts with `<<<<<<<` or `>>>>>>>` (bytes.find: 100,000 log entries in
+    a few milliseconds, where a multiline regex takes half a second)."""
+    return any(data.startswith(m) or b"\n" + m in data for m in (b"<" * 7, b">" * 7))
+
+
+def _refuse_markers(text: str, what: str, hint: str) -> None:
+    marks = conflict_markers(text)
+    if marks:
+        where = ", ".join(str(n) for n in marks[:6]) + (" …" if len(marks) > 6 else "")
+        raise IntegrityError(f"{what} holds git conflict markers (lines {where})", hint)
+
+
 def _agent_body(text: str) -> tuple[str, list[str]]:
     """An agent's section text made safe to splice in: fences balanced, `#`/`##` headings
     demoted to `###` (they would cut the section in two). Returns the text and what changed."""
@@ -164,6 +277,11 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
             "keep a section short and link to a note for the detail",
         )
     body, warnings = _agent_body(text)
+    if conflict_markers(body):
+        raise UsageError(
+            "the state text holds git conflict markers (<<<<<<< ======= >>>>>>> lines)",
+            "settle the conflict first and pass only the text to keep (or put it in a code fence)",
+        )
     cleaned, found = scrub(
         vault.config.secrets.policy,
         {"state text": body},
@@ -180,10 +298,22 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
 
             create_exclusive(path, template("nexus/project-state.md"))
         old = read_text(path, what="project state")
+        _refuse_markers(
+            old,
+            vault.rel(path),
+            "a git merge left both versions of a section there: edit the file to keep the right "
+            "text, delete the <<<<<<< ======= >>>>>>> lines, then run vaultmem state set again",
+        )
         newline = "\r\n" if "\r\n" in old else "\n"
         lines = old.replace("\r\n", "\n").split("\n")
         spans = section_spans(lines)
-        match = next(((t, s, e) for t, s, e in spans if t.strip().lower() == section.lower()), None)
+        same = [(t, s, e) for t, s, e in spans if t.strip().lower() == section.lower()]
+        match = same[0] if same else None
+        if len(same) > 1:
+            warnings.append(
+                f"section '{section}' appears {len(same)} times (a kept conflict?); updated the "
+                "first, the others are as they were: merge them by hand"
+            )
         new_part = ["", *(body.split("\n") if body else []), ""]
         if match is None:
             while lines and lines[-1] == "":

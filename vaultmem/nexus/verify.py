@@ -33,6 +33,8 @@ PROBLEM_KINDS = (
     "orphan-metadata",  # a metadata comment without a header
     "misplaced",  # a decisions entry in the live log or the reverse
     "symlink-outside",  # a file packs read (identity, MEMORY.md, ...) is a link out of the vault
+    "conflict-markers",  # git left <<<<<<< ======= >>>>>>> lines in a file vaultmem owns
+    "pending-trust",  # a security setting or key this machine has not accepted (nexus/trust.py)
 )
 
 
@@ -125,6 +127,10 @@ def _verify_log(
     checked: dict[str, int] = {}
     located: list[tuple[str, entry.Entry]] = []
     require = vault.config.log.require_signatures
+    # the journal before the files: an append writes the log, then the journal, so an entry
+    # journaled before the files are read is in them unless it was really lost (read the
+    # other way round, an append landing in between would look missing)
+    journal = {e.id: e for e in log.read_journal(vault, log_name)}
     for path in log.chain_files(vault, log_name):
         rel = vault.rel(path)
         parsed = entry.read_file(path)
@@ -173,7 +179,11 @@ def _verify_log(
             if seen.hash == e.hash:
                 problems.append(
                     LogProblem(
-                        rel, "duplicate", f"{e.id} appears more than once", e.id, e.line_start
+                        rel,
+                        "duplicate",
+                        f"{e.id} appears more than once (vaultmem repair removes the copy)",
+                        e.id,
+                        e.line_start,
                     )
                 )
             else:
@@ -189,14 +199,13 @@ def _verify_log(
                     rel,
                     "reordered",
                     f"{e.id} stands after {entry.chain_id(name, last_seq[name], log_name)} "
-                    "(out of order)",
+                    "(out of order; vaultmem repair puts the file back in order)",
                     e.id,
                     e.line_start,
                 )
             )
         last_seq[name] = max(last_seq.get(name, 0), e.seq)
 
-    journal = {e.id: e for e in log.read_journal(vault, log_name)}
     live_rel = vault.rel(log.log_file(vault, log_name))
     reported_missing: set[str] = set()
     damaged = defaultdict(set)  # chain -> seqs present in the files but not verifiable
@@ -383,13 +392,19 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
                     "unapproved-key",
                     f"{key.key_id} of {key.agent} is not approved ({key.approval}); "
                     f"a reviewer approves it with: vaultmem keys approve {key.key_id} "
-                    "--reviewer NAME",
+                    f"--reviewer {key.reviewer or 'NAME'}",
                     key.key_id,
                     key.line,
                 )
             )
     problems += [
         LogProblem(rel, "symlink-outside", f"{msg}: not read") for rel, msg in outside_links(vault)
+    ]
+    from vaultmem.nexus.trust import changes
+
+    problems += [
+        LogProblem(c.path, "pending-trust", f"{c.message}; see: vaultmem trust")
+        for c in changes(vault)
     ]
     memo = SignatureMemo(vault, use=not full)
     for name in entry.LOGS:
@@ -403,6 +418,12 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
         c, p = check(vault, keys)
         checked.update(c)
         problems += p
+    from vaultmem.nexus.state import CONFLICT_HINT, find_conflict_markers
+
+    problems += [
+        LogProblem(m.path, "conflict-markers", CONFLICT_HINT, None, m.line)
+        for m in find_conflict_markers(vault)
+    ]
     return VerifyReport(checked, tuple(problems))
 
 

@@ -56,6 +56,35 @@ CLAUDE_EVENTS: dict[HookEvent, str] = {
     HookEvent.SESSION_END: "SessionEnd",
 }
 
+# The one table of runtimes with lifecycle hooks: which of our events each wires, under the
+# name its `hook_event_name` carries. Both take the same `hooks.json` shape (event -> matcher
+# groups -> `{"type": "command", "command", "timeout"}`), send the same payload fields
+# (`session_id`, `transcript_path`, `cwd`, `source`, `prompt`, `trigger`) and read
+# `hookSpecificOutput.additionalContext` from SessionStart and UserPromptSubmit.
+# - claude-code: https://code.claude.com/docs/en/hooks
+# - codex: https://developers.openai.com/codex/hooks (`.codex/hooks.json` next to a config
+#   layer; no SessionEnd: a session is queued for retention only where the runtime ends it)
+# - gemini: https://geminicli.com/docs/hooks/reference (`.gemini/settings.json` `hooks`,
+#   timeouts in milliseconds; BeforeAgent carries `prompt`, AfterAgent ends a turn,
+#   PreCompress carries `trigger`, SessionEnd `reason`)
+RUNTIME_EVENTS: dict[str, dict[HookEvent, str]] = {
+    "claude-code": CLAUDE_EVENTS,
+    "codex": {
+        HookEvent.SESSION_START: "SessionStart",
+        HookEvent.PROMPT: "UserPromptSubmit",
+        HookEvent.PRE_COMPACT: "PreCompact",
+        HookEvent.STOP: "Stop",
+    },
+    "gemini": {
+        HookEvent.SESSION_START: "SessionStart",
+        HookEvent.PROMPT: "BeforeAgent",
+        HookEvent.PRE_COMPACT: "PreCompress",
+        HookEvent.STOP: "AfterAgent",
+        HookEvent.SESSION_END: "SessionEnd",
+    },
+}
+TIMEOUT_UNIT = {"gemini": 1000}  # a runtime whose hook timeouts are not in seconds
+
 
 class HookTimeout(Exception):
     """The hook ran out of its time (`[hooks] timeout`)."""
@@ -118,10 +147,21 @@ class Outcome:
     context: str = ""  # the additionalContext alone, for --plain and for tests
 
 
-def hook_json(event: HookEvent, context: str) -> str:
-    """Claude Code's output for events that add context."""
+def event_name(event: HookEvent, payload_name: str | None) -> str:
+    """The runtime's name for `event`: the payload's `hook_event_name` when it is one of the
+    names a runtime in `RUNTIME_EVENTS` gives this event, else Claude Code's."""
+    names = {row[event] for row in RUNTIME_EVENTS.values() if event in row}
+    return payload_name if payload_name in names else CLAUDE_EVENTS[event]
+
+
+def hook_json(event: HookEvent, context: str, payload_name: str | None = None) -> str:
+    """The output of events that add context (`hookSpecificOutput.additionalContext`, the
+    same in every runtime of `RUNTIME_EVENTS`), named as the runtime named the event."""
     out = {
-        "hookSpecificOutput": {"hookEventName": CLAUDE_EVENTS[event], "additionalContext": context}
+        "hookSpecificOutput": {
+            "hookEventName": event_name(event, payload_name),
+            "additionalContext": context,
+        }
     }
     return json.dumps(out, ensure_ascii=False)
 

@@ -1,20 +1,26 @@
 """What each hook event does (see `app.hooks` for the contract and the error handling).
 
-- `session-start` (startup, resume, clear, compact): the agent's session pack, within
-  `[hooks] session_budget` tokens; the read cursor moves once it is printed.
+- `session-start`: `startup` gets the agent's session pack, within `[hooks] session_budget`
+  tokens; `resume`, `compact` and `clear` get the delta since the agent's last read (they had
+  the pack already). The cursor moves past what was shown, entry by entry, once it is printed.
+  A background sync starts when one is due (`app.hooks.background`).
 - `prompt` (every user turn): only what is new since the agent's last read — other agents'
-  entries, flagged when they wait for an ack — and recall hits for the prompt that reach
-  `[hooks] recall_min_score`; nothing at all when there is nothing new. Recall (whoosh) runs only
-  when the prompt names something the vault has a note or a memory about.
+  entries, most important first, within the budget; what does not fit stays new, is counted
+  with the command that lists it and leads the next read — and recall hits for the prompt that
+  reach `[hooks] recall_min_score`; nothing at all when there is nothing new. Recall (whoosh)
+  runs only when the prompt names something the vault has a note or a memory about.
 - `pre-compact`, `stop`: the agent's checkpoint, from the transcript's tail (session, last
-  request, files touched), unless the agent wrote its own checkpoint during this session.
-- `session-end`: queue the session for retention, log a `note` that it ended, and start
-  `vaultmem retain --queued` in the background when a key is set.
+  request, files touched), unless the agent wrote its own checkpoint during this session. The
+  CLI hands both to a detached process first; `stop` then starts a background sync.
+- `session-end`: queue the session's turns not queued before, record the session in local
+  state (never on the log), and start `vaultmem retain --queued` in the background when a key
+  is set.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +28,7 @@ from vaultmem.app.hooks.contract import HookEvent, HookInput, Outcome, hook_json
 from vaultmem.app.hooks.quick import names_something
 from vaultmem.app.pack import build as pack
 from vaultmem.app.pack import sections, window
+from vaultmem.app.pack.hints import invocation
 from vaultmem.core import clock
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
@@ -44,7 +51,13 @@ def dispatch(event: HookEvent, vault: Vault, agent: str | None, payload: HookInp
     if event == HookEvent.PROMPT:
         return prompt(vault, me, payload)
     if event in (HookEvent.PRE_COMPACT, HookEvent.STOP):
-        return checkpoint(vault, me, payload, event)
+        try:
+            return checkpoint(vault, me, payload, event)
+        finally:
+            if event == HookEvent.STOP:
+                from vaultmem.app.hooks.background import start_sync
+
+                start_sync(vault)  # the turn's writes reach the other machines
     return session_end(vault, me, payload)
 
 
@@ -70,9 +83,23 @@ def save_session(vault: Vault, agent: str, data: dict[str, Any]) -> None:
 # --- session-start ------------------------------------------------------------------------------
 
 
+DELTA_SOURCES = ("resume", "compact", "clear")  # SessionStart's `source` for a session going on
+_DONE = {"resume": "resumed", "compact": "compacted", "clear": "cleared"}
+
+
 def session_start(vault: Vault, agent: str, payload: HookInput) -> Outcome:
+    """A new session gets the pack; a resumed, compacted or cleared one (SessionStart's
+    `source`) already had it, so it gets only what is new since (and the command for the
+    whole pack)."""
+    from vaultmem.app.hooks.background import start_sync
+
+    start_sync(vault)
+    cursor = pack.load_cursor(vault, agent)
+    if payload.source in DELTA_SOURCES and cursor is not None:
+        return _session_delta(vault, agent, payload, cursor)
     settings = vault.config.hooks
     budget = settings.session_budget or vault.config.read.budget
+    run = invocation(vault.root, agent)
     intro = (
         f"vaultmem: you are agent `{agent}`; this is the shared memory of the agents on this "
         f"project (vault {vault.root}). Append after each significant turn, ack what you use "
@@ -89,22 +116,66 @@ def session_start(vault: Vault, agent: str, payload: HookInput) -> Outcome:
         context = intro + "\n\n" + pack.render_markdown(found)
     if len(context) > MAX_CONTEXT_CHARS:  # the identity alone is too long: cut at a line
         cut = context.rfind("\n", 0, MAX_CONTEXT_CHARS - 200)
-        context = context[: max(cut, 0)] + "\n\n…(cut: run `vaultmem read` for the rest)"
+        context = context[: max(cut, 0)] + f"\n\n…(cut: run `{run.command('read')}` for the rest)"
 
     def after() -> None:
         pack.commit_cursor(vault, found)
-        save_session(
-            vault,
-            agent,
-            {
-                "session_id": payload.session_id,
-                "started": clock.stamp_ms(),
-                "source": payload.source,
-                "shown": [],
-            },
-        )
+        _begin_session(vault, agent, payload)
 
-    return Outcome(hook_json(HookEvent.SESSION_START, context), after=after, context=context)
+    return Outcome(
+        hook_json(HookEvent.SESSION_START, context, payload.hook_event_name),
+        after=after,
+        context=context,
+    )
+
+
+def _begin_session(vault: Vault, agent: str, payload: HookInput) -> None:
+    """The session's local state (`.vaultmem/sessions/AGENT.json`): kept across a resume or a
+    compaction of the same session, new otherwise. Never on the log."""
+    session = load_session(vault, agent)
+    if session.get("session_id") == payload.session_id and payload.source in DELTA_SOURCES:
+        save_session(vault, agent, {**session, "source": payload.source})
+        return
+    save_session(
+        vault,
+        agent,
+        {
+            "session_id": payload.session_id,
+            "started": clock.stamp_ms(),
+            "source": payload.source,
+            "shown": [],
+        },
+    )
+
+
+def _session_delta(vault: Vault, agent: str, payload: HookInput, cursor: dict[str, Any]) -> Outcome:
+    settings = vault.config.hooks
+    budget = min(settings.session_budget or vault.config.read.budget, MAX_CONTEXT_CHARS // 4)
+    found = delta(vault, agent, cursor, max(budget - 100, 100), what="from other agents since")
+    run = invocation(vault.root, agent)
+    whole = f"`{run.command('read --peek')}`"
+    head = (
+        f"vaultmem: agent `{agent}`; the conversation was cleared, your shared memory was not "
+        f"(your session pack: {whole})."
+        if payload.source == "clear"
+        else f"vaultmem: agent `{agent}`, session {_DONE[payload.source or '']}: your session "
+        f"pack is already in this conversation (the whole pack again: {whole})."
+    )
+    if not found.text:
+        context = head + " Nothing new from other agents since your last read."
+    else:
+        context = head + "\n\n" + found.text
+
+    def after() -> None:
+        if found.moved:
+            pack.save_cursor(vault, agent, found.cursor)
+        _begin_session(vault, agent, payload)
+
+    return Outcome(
+        hook_json(HookEvent.SESSION_START, context, payload.hook_event_name),
+        after=after,
+        context=context,
+    )
 
 
 # --- prompt -------------------------------------------------------------------------------------
@@ -112,14 +183,13 @@ def session_start(vault: Vault, agent: str, payload: HookInput) -> Outcome:
 
 def scan_new(
     vault: Vault, agent: str, cursor: dict[str, Any] | None, limit: int
-) -> tuple[list[entry.Entry], dict[str, Any], set[str], bool]:
-    """Other agents' entries newer than the cursor (oldest first), where the cursor goes once
-    they are shown, the ids acked by the entries read, and whether more were written than
-    `limit`."""
+) -> tuple[list[entry.Entry], window.Unseen, entry.Entry | None, set[str]]:
+    """Other agents' entries newer than the cursor (oldest first, at most `limit`: the rest
+    stay new), what is unseen (its `next_cursor` moves past what is delivered), the newest
+    entry and the ids acked by the entries read."""
     others: list[entry.Entry] = []
     newest: entry.Entry | None = None
     acked: set[str] = set()
-    more = False
     unseen = window.Unseen(vault, agent, cursor)  # the pack's rule: new by chain, not by place
     for scanned, e in enumerate(reading.iter_reverse(vault.live_context), 1):
         if newest is None:
@@ -128,15 +198,84 @@ def scan_new(
         acked.update(a for a in e.acks if entry.author_of(a) != e.agent)
         if e.agent != agent and (new or cursor is None):
             if len(others) >= limit:
-                more = True
                 break
             others.append(e)
         if cursor is not None and unseen.done:
             break
         if (cursor is None and len(others) >= limit) or scanned >= window.SCAN_LIMIT:
             break
-    others.sort(key=lambda x: (x.time, x.id))
-    return others, unseen.next_cursor(newest), acked, more
+    else:
+        unseen.exhausted = True
+    others.sort(key=entry.time_order)
+    return others, unseen, newest, acked
+
+
+def _rank(e: entry.Entry, agent: str, acked: set[str]) -> int:
+    """What a small budget shows first: what waits for this agent, then what agents did
+    (fixes, decisions, questions), then notes."""
+    if (e.type in entry.WANTS_ACK and e.id not in acked) or agent in e.to:
+        return 0
+    if e.type == entry.EntryType.NOTE or e.channel == SESSION_CHANNEL:
+        return 2
+    return 1
+
+
+@dataclass(frozen=True)
+class Delta:
+    """What is new for an agent since its cursor, fitted to a budget."""
+
+    text: str  # "" when nothing new is shown
+    cursor: dict[str, Any]  # where the cursor goes once `text` is delivered
+    moved: bool  # the cursor changes
+    shown: int = 0
+    behind: int = 0
+
+
+def delta(
+    vault: Vault, agent: str, cursor: dict[str, Any] | None, budget: int, *, what: str
+) -> Delta:
+    """Other agents' new entries within `budget` tokens, most important first (waiting for
+    this agent, then what agents did, then notes; older first within a rank), shown in time
+    order. The cursor moves past the entries shown, one by one; the rest are counted with the
+    command that lists them and stay new, so they lead the next read."""
+    others, unseen, newest, acked = scan_new(
+        vault, agent, cursor, vault.config.read.max_new_entries
+    )
+    check = ShowCheck(vault)  # what fails verification is left out, and said (issue 20)
+    others = check.genuine(others)
+    check.save()
+    failing = f"vaultmem: {check.note()}\n\n" if check.failed else ""
+    chosen: list[entry.Entry] = []
+    used = 0
+    lines: dict[str, str] = {}
+    for e in sorted(others, key=lambda x: (_rank(x, agent, acked), *entry.time_order(x))):
+        line = window.entry_line(e, awaiting=e.type in entry.WANTS_ACK and e.id not in acked)
+        cost = sections.estimate_tokens(line)
+        if chosen and used + cost > budget:
+            continue
+        if not chosen and cost > budget:  # one entry alone over the budget: its head only
+            line = line.split("\n", 1)[0]
+            cost = sections.estimate_tokens(line)
+        chosen.append(e)
+        lines[e.id] = line
+        used += cost
+    chosen.sort(key=entry.time_order)
+    next_cursor = unseen.next_cursor(newest, [e.id for e in chosen] if cursor else None)
+    behind = int(next_cursor.get("behind") or 0)
+    keys = ("id", "hash", "seen", "shown", "behind")
+    moved = next_cursor.get("id") is not None and (
+        cursor is None or any(next_cursor.get(k) != cursor.get(k) for k in keys)
+    )
+    if not chosen:
+        return Delta(failing.strip(), next_cursor, moved, 0, behind)
+    head = f"vaultmem: {len(chosen)} new {'entry' if len(chosen) == 1 else 'entries'} {what}"
+    note = ""
+    if behind:
+        where = invocation(vault.root, agent).where
+        note = " " + window.not_shown_hint(behind, unseen.oldest_unshown(next_cursor), where)
+    text = failing + head + "." + note + "\n\n"
+    text += sections.fence("\n".join(lines[e.id] for e in chosen))
+    return Delta(text, next_cursor, moved, len(chosen), behind)
 
 
 def recall_lines(vault: Vault, agent: str, query: str, shown: set[str]) -> list[tuple[str, str]]:
@@ -163,33 +302,12 @@ def recall_lines(vault: Vault, agent: str, query: str, shown: set[str]) -> list[
 def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     settings = vault.config.hooks
     cursor = pack.load_cursor(vault, agent)
-    others, next_cursor, acked, more = scan_new(
-        vault, agent, cursor, vault.config.read.max_new_entries
-    )
-    check = ShowCheck(vault)  # what fails verification is left out, and said (issue 20)
-    others = check.genuine(others)
-    check.save()
     budget = max(min(settings.prompt_budget, MAX_CONTEXT_CHARS // 4 - 100), 100)
-    parts: list[str] = [f"vaultmem: {check.note()}"] if check.failed else []
-    if others:
-        lines: list[str] = []
-        used = 0
-        for e in reversed(others):  # newest first, until the budget is spent
-            line = window.entry_line(e, awaiting=e.type in entry.WANTS_ACK and e.id not in acked)
-            cost = sections.estimate_tokens(line)
-            if lines and used + cost > budget * 3 // 4:
-                more = True
-                break
-            lines.append(line)
-            used += cost
-        lines.reverse()
-        since = cursor.get("id") if cursor else None
-        head = f"vaultmem: {len(lines)} new entries from other agents since your last read"
-        if more:
-            head += (
-                f" (more were written: vaultmem log --since {since})" if since else " (the latest)"
-            )
-        parts.append(head + ".\n\n" + sections.fence("\n".join(lines)))
+    found = delta(
+        vault, agent, cursor, budget * 3 // 4, what="from other agents since your last read"
+    )
+    parts: list[str] = [found.text] if found.text else []
+    next_cursor, moved = found.cursor, found.moved
     session = load_session(vault, agent)
     shown = (
         set(session.get("shown") or [])
@@ -207,11 +325,6 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
             "vaultmem: the vault has notes on this (read them if they matter):\n\n"
             + sections.fence("\n".join(line for _k, line in hits))
         )
-    moved = next_cursor.get("id") is not None and (
-        cursor is None
-        or next_cursor.get("id") != cursor.get("id")
-        or next_cursor.get("seen") != cursor.get("seen")
-    )
     if not parts and not moved:
         return Outcome()  # nothing new: print nothing, write nothing
 
@@ -232,7 +345,9 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     if not parts:
         return Outcome(after=after)  # only the agent's own entries are new
     context = "\n\n".join(parts)
-    return Outcome(hook_json(HookEvent.PROMPT, context), after=after, context=context)
+    return Outcome(
+        hook_json(HookEvent.PROMPT, context, payload.hook_event_name), after=after, context=context
+    )
 
 
 # --- pre-compact and stop: the checkpoint ----------------------------------------------------------
@@ -306,11 +421,15 @@ def checkpoint(vault: Vault, agent: str, payload: HookInput, event: HookEvent) -
 # --- session-end ----------------------------------------------------------------------------------
 
 
+HISTORY_MAX_BYTES = 1 << 20  # then the history moves to .1
+
+
 def session_end(vault: Vault, agent: str, payload: HookInput) -> Outcome:
+    """Queue the turns of the session not queued yet, and record the session in local state
+    (`.vaultmem/sessions/AGENT-history.jsonl`): session bookkeeping never goes on the log."""
     from vaultmem.bank.retention import enqueue
     from vaultmem.bank.transcripts import parse_transcript
     from vaultmem.core.fsio import read_text
-    from vaultmem.nexus.log import append
 
     path = _transcript(payload)
     queued = None
@@ -326,26 +445,36 @@ def session_end(vault: Vault, agent: str, payload: HookInput) -> Outcome:
                 "session-end",
                 payload,
                 agent,
-                f"queued {vault.rel(queued.path)} ({len(t.turns)} turns) for retain --queued",
+                f"queued {vault.rel(queued.path)} ({len(queued.transcript.turns)} new of "
+                f"{len(t.turns)} turns) for retain --queued",
             )
-    if path is not None and not turns:
-        return Outcome()  # nothing happened in this session: nothing to log
-    body = [f"Session {payload.session_id or '?'}: {turns} turns."]
-    if files:
-        body.append("Files touched: " + ", ".join(files[:MAX_FILES]))
-    if queued is not None:
-        body.append("Transcript queued for retention (vaultmem retain --queued).")
-    append(
-        vault,
-        agent,
-        f"Session ended ({payload.reason or 'other'})",
-        channel=SESSION_CHANNEL,
-        type_="note",
-        body="\n".join(body),
-    )
+    session = load_session(vault, agent)
+    record = {
+        "session_id": payload.session_id,
+        "started": session.get("started")
+        if session.get("session_id") == payload.session_id
+        else None,
+        "ended": clock.stamp_ms(),
+        "reason": payload.reason or "other",
+        "turns": turns,
+        "files": list(files[:MAX_FILES]),
+        "queued": vault.rel(queued.path) if queued is not None else None,
+    }
+    _append_history(vault, agent, record)
     if queued is not None:
         _start_retention(vault, agent, payload, queued.chars)
     return Outcome()
+
+
+def _append_history(vault: Vault, agent: str, record: dict[str, Any]) -> None:
+    import os
+
+    path = vault.state("sessions", f"{agent}-history.jsonl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.stat().st_size > HISTORY_MAX_BYTES:
+        os.replace(path, path.with_name(path.name + ".1"))
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _start_retention(vault: Vault, agent: str, payload: HookInput, chars: int) -> None:

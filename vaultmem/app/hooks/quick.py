@@ -245,6 +245,8 @@ def nothing_new(args: list[str], payload: str) -> bool:
         return False
     if not isinstance(data, dict) or not isinstance(cursor, dict):
         return False
+    if cursor.get("behind"):
+        return False  # entries an earlier read left unshown are still new: show them now
     newest = newest_entry(root)
     if newest is None or (cursor.get("id"), cursor.get("hash")) != newest:
         return False

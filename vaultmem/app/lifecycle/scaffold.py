@@ -80,7 +80,8 @@ def init(
     existed = config_path.exists()
 
     if existed:
-        config = load_config(config_path)
+        # the file's lists, not this machine's pins: init edits the file
+        config = load_config(config_path, pinned=False)
         all_agents = list(config.agents)
         all_reviewers = list(config.reviewers)
     else:
@@ -121,7 +122,12 @@ def init(
             ),
         )
 
-    vault = Vault.open(root)
+    vault = Vault.open(root)  # a vault this machine never saw is pinned as it is now
+    if existed:
+        from vaultmem.nexus.trust import pin_names  # what a person here added is trusted here
+
+        pin_names(vault, agents=agents_added, reviewers=reviewers_added)
+        vault = Vault.open(root)
     created: list[str] = [CONFIG_NAME] if not existed else []
     stamp = clock.stamp()
 
@@ -159,7 +165,7 @@ def init(
 
     git_note = None
     if git:
-        from vaultmem.app.sync.pipeline import init_git
+        from vaultmem.app.sync.machines import init_git
 
         git_note = init_git(Vault.open(root))
     return InitResult(

@@ -152,6 +152,22 @@ def identity_problems(vault: Vault) -> list[Problem]:
     return problems
 
 
+def conflict_problems(vault: Vault) -> list[Problem]:
+    """Conflict markers a git merge left in a file vaultmem owns: a problem for a person to
+    settle, never text to edit around (`state set` refuses such a file, exit 5)."""
+    from vaultmem.nexus.state import CONFLICT_HINT, find_conflict_markers
+
+    return [
+        Problem(
+            m.path,
+            "conflict-markers",
+            CONFLICT_HINT,
+            m.line,
+        )
+        for m in find_conflict_markers(vault)
+    ]
+
+
 def status(vault: Vault) -> StatusReport:
     known = facts.memories(vault)
     by_type = Counter(f.type or "(none)" for f in known)
@@ -160,6 +176,13 @@ def status(vault: Vault) -> StatusReport:
     from vaultmem.nexus.verify import tail_problems  # layer 3: torn log tails (cheap, no crypto
 
     problems += [Problem(p.path, p.kind, p.message) for p in tail_problems(vault)]
+    problems += conflict_problems(vault)
+    from vaultmem.nexus.trust import changes  # layer 3: settings and keys not accepted here
+
+    problems += [
+        Problem(c.path, "pending-trust", f"{c.message}; see: vaultmem trust")
+        for c in changes(vault)
+    ]
     from vaultmem.search.manifest import index_problems, walk  # layer 4: no whoosh import
 
     seen = {(p.path, p.kind) for p in problems}

@@ -139,6 +139,27 @@ def m003_coordination(vault: Vault, dry_run: bool) -> list[str]:
     return []
 
 
+@migration
+def m004_signed_approvals(vault: Vault, dry_run: bool) -> list[str]:
+    """Trust anchors are signatures: a key line's `approved-by reviewer NAME TIME` (text) no
+    longer approves the key; a reviewer signs it (`vaultmem keys approve`), and this machine
+    pins the reviewers' keys and the security settings (nexus/trust.py). Nothing can be signed
+    here for a person, so no file changes: each key approved by text only is named with the
+    command its reviewer runs."""
+    from vaultmem.nexus.signing import keys_file, public_keys  # layer 3
+
+    out = []
+    for key in public_keys(vault).values():
+        if key.reviewer and not key.reviewer_key:
+            out.append(
+                f"{vault.rel(keys_file(vault, key.agent))}: {key.key_id} of {key.agent} is "
+                f"approved by text only; {key.reviewer} signs it with: vaultmem keys create "
+                f"--reviewer {key.reviewer} (once), then vaultmem keys approve {key.key_id} "
+                f"--reviewer {key.reviewer}"
+            )
+    return out
+
+
 # --- running them ------------------------------------------------------------------------------
 
 

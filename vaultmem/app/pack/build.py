@@ -82,6 +82,8 @@ class Pack:
     peek: bool = False
     query: str | None = None  # the session's topic: recall hits and the pending facts' order
     cut: dict[str, list[str]] = field(default_factory=dict)  # section -> ids cut by the budget
+    behind: int = 0  # new entries of others the pack did not show (they stay new)
+    behind_since: str | None = None  # the time of the oldest of them, when known
 
     def shown(self) -> tuple[list[str], list[str]]:
         """(ids, paths) of what the kept sections show: what a receipt records."""
@@ -116,6 +118,7 @@ class Pack:
             "cursor": self.cursor,
             "peek": self.peek,
             "query": self.query,
+            "behind": self.behind,
         }
 
 
@@ -129,6 +132,12 @@ def render_markdown(pack: Pack) -> str:
         from vaultmem.app.pack.importance import cut_note
 
         out += [f"_{cut_note(pack.cut, list(pack.sections))}._", ""]
+    if pack.behind:
+        from vaultmem.app.pack.hints import invocation
+        from vaultmem.app.pack.window import not_shown_hint
+
+        where = invocation(Path(pack.vault), pack.agent).where
+        out += [f"_{not_shown_hint(pack.behind, pack.behind_since, where)}_", ""]
     if pack.dropped:
         detail = ", ".join(f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped)
         out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]
@@ -383,7 +392,7 @@ def read(
     index = coord.load(vault)
     view = coordination.inbox(vault, agent, index=index)  # leaves out what fails verification
     in_inbox = {i.id for i in view.items}
-    alerts = coordination.alerts_section(vault, index, in_inbox)
+    alerts = coordination.alerts_section(vault, index, in_inbox, agent)
     skip = frozenset(in_inbox | set(alerts.ids if alerts else ()))
     sections: list[Section] = [coordination.inbox_section(view)] if view.items else []
     refused: list[str] = []  # files that are links out of the vault: named, never read
@@ -400,7 +409,7 @@ def read(
             sections.append(s)
     cursor = load_cursor(vault, agent)
     since = cursor["id"] if cursor else None
-    log_part, new_cursor = log_sections(vault, agent, cursor, index=index, skip=skip)
+    log_part, unseen, newest = log_sections(vault, agent, cursor, index=index, skip=skip)
     sections += log_part
     now = clock.now()
     shown = [i.time for s in log_part for i in s.items if i.time]
@@ -430,6 +439,11 @@ def read(
         # even the sections a budget keeps do not fit: cut the inbox's list, saying how much
         first = kept[0]
         kept[0] = coordination.cut_inbox(view, max(0, limit - (total - first.tokens)))
+    # the cursor moves past what the kept sections show, entry by entry: what the budget or a
+    # cap left out stays new, is counted below and leads the next read
+    delivered = [i for sec in kept for i in sec.ids]
+    new_cursor = unseen.next_cursor(newest, delivered if cursor is not None else None)
+    behind = int(new_cursor.get("behind") or 0)
     return Pack(
         agent=agent,
         vault=str(vault.root),
@@ -443,4 +457,6 @@ def read(
         peek=peek,
         query=query,
         cut=cut,
+        behind=behind,
+        behind_since=unseen.oldest_unshown(new_cursor) if behind else None,
     )

@@ -14,6 +14,7 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
+from vaultmem.app.pack.hints import Invocation, invocation
 from vaultmem.app.pack.sections import SUMMARY_CHARS, Section, cut, fence
 from vaultmem.core import clock
 from vaultmem.core.vault import Vault
@@ -26,8 +27,12 @@ WORKING_PRIORITY = 21
 ALERTS_PRIORITY = 25
 
 
-def ack_command(agent: str, item: coord.Item) -> str:
-    return f'vaultmem append "<what you did>" --type ack --ack {item.id} --agent {agent}'
+def ack_command(agent: str, item: coord.Item, run: Invocation | None = None) -> str:
+    """The command that acks `item`, runnable as written (`app.pack.hints`)."""
+    rest = f'append "<what you did>" --type ack --ack {item.id}'
+    if run is None:
+        return f"vaultmem {rest} --agent {agent}"
+    return run.command(rest)
 
 
 def entry_head(e: Entry) -> str:
@@ -64,11 +69,12 @@ class InboxView:
     agent: str
     items: tuple[coord.Item, ...]
     agents: tuple[str, ...]
+    run: Invocation | None = None  # how the agent runs vaultmem (hints carry it)
     failed: dict[str, str] = field(default_factory=dict)  # id -> why it is not shown
     note: str = ""  # what was left out for failing verification ("" when nothing was)
 
     def item_dict(self, item: coord.Item) -> dict[str, Any]:
-        return {**item.to_dict(self.agents), "ack_command": ack_command(self.agent, item)}
+        return {**item.to_dict(self.agents), "ack_command": ack_command(self.agent, item, self.run)}
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -98,23 +104,25 @@ def inbox(vault: Vault, agent: str, *, index: coord.Index | None = None) -> Inbo
         i for i in index.inbox(agent) if check.problem(i.entry, hash_ok=i.hash_ok) is None
     )
     check.save()
-    return InboxView(agent, items, index.agents, dict(check.failed), check.note())
+    run = invocation(vault.root, agent)
+    return InboxView(agent, items, index.agents, run, dict(check.failed), check.note())
 
 
 def inbox_section(view: InboxView, shown: int | None = None) -> Section:
     """The inbox as the pack's first section, listing the first `shown` items (all: None)."""
     total = len(view.items)
     shown = total if shown is None else max(0, min(shown, total))
+    run = view.run or Invocation("vaultmem", f" --agent {view.agent}")
+    ack = run.command('append "<what you did>" --type ack --ack ID')
     intro = (
         f"{total} open for you (addressed to you or to all, not acked by you), oldest first. "
-        f'When you have handled one, ack it: vaultmem append "<what you did>" --type ack '
-        f"--ack ID --agent {view.agent} (or answer it with --ack ID); "
-        "close an alert for everyone with: vaultmem resolve ID --why TEXT."
+        f"When you have handled one, ack it: {ack} (or answer it with --ack ID); "
+        f"close an alert for everyone with: {run.command('resolve ID --why TEXT')}."
     )
     if shown < total:
         intro += (
             f" The budget cut this list: {shown} of {total} shown, {total - shown} not shown"
-            f" (all of them: vaultmem inbox --agent {view.agent})."
+            f" (all of them: {run.command('inbox')})."
         )
     lines = view.lines[:shown]
     text = intro + ("\n\n" + fence("\n".join(lines)) if lines else "")
@@ -148,7 +156,9 @@ def alerts_window(vault: Vault) -> timedelta:
     return span
 
 
-def alerts_section(vault: Vault, index: coord.Index, skip: set[str]) -> Section | None:
+def alerts_section(
+    vault: Vault, index: coord.Index, skip: set[str], agent: str | None = None
+) -> Section | None:
     """Open alerts raised within `[alerts] window` (those in the inbox are shown there)."""
     since = clock.stamp_ms(clock.now() - alerts_window(vault))
     found = [i for i in index.alerts() if i.id not in skip and i.entry.time >= since]
@@ -164,9 +174,10 @@ def alerts_section(vault: Vault, index: coord.Index, skip: set[str]) -> Section 
         again = f" (seen again {sighting.count}×, last {sighting.last})" if sighting.count else ""
         note = status_note(item, index.agents)
         lines.append(f"- {entry_head(item.entry)}{again}{note}{_body(item.entry, 300)}")
+    run = invocation(vault.root, agent)
     intro = (
         f"{len(found)} open, raised in the last {vault.config.alerts.window}. "
-        "Close one for everyone when it is dealt with: vaultmem resolve ID --why TEXT."
+        f"Close one for everyone when it is dealt with: {run.command('resolve ID --why TEXT')}."
     )
     return Section(
         "alerts",

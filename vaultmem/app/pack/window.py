@@ -8,6 +8,7 @@ left out here, so the pack never shows one twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.app.pack.inbox import entry_head, status_note
@@ -47,35 +48,52 @@ def _author(entry_id: str) -> str:
 class Unseen:
     """What an agent has not been shown yet, by chain.
 
-    A cursor remembers, per chain (`ella`, `ella.k2f7`), the highest sequence number the agent
-    was shown (`seen`). An entry is new when its number is higher, wherever it stands in the
-    file: after a git merge, another machine's entries can land before the agent's last read
-    in file order, and they are still shown, once. The chain heads (cached, rebuilt after the
-    file changed) say how many new entries there are, so reading back from the end stops as
-    soon as all of them are found. A cursor from before `seen` existed falls back to the entry
-    it ended at.
+    A cursor remembers, per chain (`ella`, `ella.k2f7`), a low-water mark `seen`: every entry
+    of the chain up to that number was shown to the agent. Entries above it that were shown
+    too (a budget kept a newer one and left an older one out) are listed in `shown`, and
+    `behind` counts the entries left unshown, so the quick prompt path knows to look. An
+    entry is new when its number is above the mark and not in `shown`, wherever it stands in
+    the file: after a git merge, another machine's entries can land before the agent's last
+    read in file order, and they are still shown, once. The chain heads (cached, rebuilt
+    after the file changed) say how many new entries there are, so reading back from the end
+    stops as soon as all of them are found. A cursor from before `seen` existed falls back to
+    the entry it ended at (and everything up to the newest entry counts as shown).
+
+    The cursor moves per entry delivered (`next_cursor(newest, delivered)`): what a budget
+    or a cap left out stays new and leads the next read.
     """
 
     def __init__(self, vault: Vault, agent: str, cursor: dict[str, Any] | None) -> None:
         from vaultmem.nexus.log import peek_heads
 
+        self.agent = agent
         self.cursor = cursor
         self.heads = peek_heads(vault, "live")
         seen = cursor.get("seen") if cursor else None
-        self.seen: dict[str, int] | None = seen if isinstance(seen, dict) else None
+        self.seen: dict[str, int] | None = _seqs(seen) if isinstance(seen, dict) else None
+        self.shown: dict[str, set[int]] = _shown(cursor.get("shown") if cursor else None)
+        self.found: dict[str, set[int]] = {}  # new entries the scan met, per chain
+        self.times: dict[tuple[str, int], str] = {}  # and their times
+        self.exhausted = False  # the scan reached the start of the file
         self.remaining = 0
         if self.seen is not None:
             for chain, (seq, _digest) in self.heads.items():
                 if entry.author_of(chain) != agent:
-                    self.remaining += max(0, int(seq) - int(self.seen.get(chain, 0)))
+                    low = self.seen.get(chain, 0)
+                    above = sum(1 for s in self.shown.get(chain, ()) if low < s <= int(seq))
+                    self.remaining += max(0, int(seq) - low - above)
         self.reached = cursor is None
 
     def is_new(self, e: entry.Entry) -> bool:
         """Call once per entry, newest first."""
         if self.seen is not None:
-            new = e.seq > int(self.seen.get(entry.chain_of(e.id), 0))
+            chain = entry.chain_of(e.id)
+            new = e.seq > self.seen.get(chain, 0) and e.seq not in self.shown.get(chain, ())
             if new:
                 self.remaining -= 1
+                if e.agent != self.agent:
+                    self.found.setdefault(chain, set()).add(e.seq)
+                    self.times[(chain, e.seq)] = e.time
             return new
         if (
             self.cursor is not None
@@ -90,12 +108,102 @@ class Unseen:
         """No new entry is left further back."""
         return self.remaining <= 0 if self.seen is not None else self.reached
 
-    def next_cursor(self, newest: entry.Entry | None) -> dict[str, Any]:
-        seen = {chain: int(seq) for chain, (seq, _d) in self.heads.items()}
-        if newest is not None:
-            return {"id": newest.id, "hash": newest.hash, "time": newest.time, "seen": seen}
-        # an empty log: remember that the agent has read it, so the next read is not a "first"
-        return {"id": None, "hash": None, "time": clock.stamp_ms(), "seen": seen}
+    def next_cursor(
+        self, newest: entry.Entry | None, delivered: Iterable[str] | None = None
+    ) -> dict[str, Any]:
+        """Where the cursor goes. `delivered`: the ids of other agents' entries the agent was
+        actually shown (None: everything up to `newest`, as a first read or a legacy cursor
+        has it). Entries of other agents that are new and not delivered stay new."""
+        heads = {chain: int(seq) for chain, (seq, _d) in self.heads.items()}
+        base: dict[str, Any] = (
+            {"id": newest.id, "hash": newest.hash, "time": newest.time}
+            if newest is not None
+            # an empty log: remember that the agent has read it, so the next read is not a "first"
+            else {"id": None, "hash": None, "time": clock.stamp_ms()}
+        )
+        if delivered is None or self.seen is None:
+            return {**base, "seen": heads}
+        given: dict[str, set[int]] = {}
+        for entry_id in delivered:
+            seq = _seq_of(entry_id)
+            if seq is not None:
+                given.setdefault(entry.chain_of(entry_id), set()).add(seq)
+        seen: dict[str, int] = {}
+        shown: dict[str, list[int]] = {}
+        behind = 0
+        for chain, head in heads.items():
+            low = min(self.seen.get(chain, 0), head)
+            if entry.author_of(chain) == self.agent or head <= low:
+                seen[chain] = head
+                continue
+            done = self.shown.get(chain, set()) | given.get(chain, set())
+            candidates = range(low + 1, head + 1)
+            if self.exhausted:  # the whole file was read: what it never met is gone (archived)
+                met = self.found.get(chain, set())
+                left = [s for s in candidates if s in met and s not in done]
+            else:
+                left = [s for s in candidates if s not in done]
+            if not left:
+                seen[chain] = head
+                continue
+            seen[chain] = left[0] - 1
+            above = sorted(s for s in done if s > left[0] - 1 and s <= head)
+            if above:
+                shown[chain] = above
+            behind += len(left)
+        out: dict[str, Any] = {**base, "seen": seen}
+        if shown:
+            out["shown"] = shown
+        if behind:
+            out["behind"] = behind
+        return out
+
+    def oldest_unshown(self, cursor: dict[str, Any]) -> str | None:
+        """The time of the oldest entry the scan met that `cursor` still counts as new."""
+        seen = _seqs(cursor.get("seen") or {})
+        shown = _shown(cursor.get("shown"))
+        left = [
+            t
+            for (chain, seq), t in self.times.items()
+            if seq > seen.get(chain, 0) and seq not in shown.get(chain, ())
+        ]
+        return min(left) if left else None
+
+
+def _seq_of(entry_id: str) -> int | None:
+    tail = entry_id.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _seqs(value: dict[Any, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for chain, seq in value.items():
+        try:
+            out[str(chain)] = int(seq)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _shown(value: Any) -> dict[str, set[int]]:
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, set[int]] = {}
+    for chain, seqs in value.items():
+        if isinstance(seqs, list):
+            out[str(chain)] = {int(s) for s in seqs if isinstance(s, int)}
+    return out
+
+
+def not_shown_hint(count: int, oldest_time: str | None, where: str) -> str:
+    """The line that counts what a read left out and the command that lists it."""
+    if count <= 0:
+        return ""
+    command = "vaultmem log" + (f" --since {oldest_time}" if oldest_time else "") + where
+    return (
+        f"{count} more new {'entry was' if count == 1 else 'entries were'} not shown here "
+        f"(they lead your next read; list them now with: {command})."
+    )
 
 
 def log_sections(
@@ -105,10 +213,11 @@ def log_sections(
     *,
     index: Index | None = None,
     skip: frozenset[str] = frozenset(),
-) -> tuple[list[Section], dict[str, Any]]:
-    """(new entries of others, own recent entries) and where the cursor goes once they are
-    delivered. `cursor` is where the agent's last read ended (None: a first read); `skip` are
-    ids other sections show (the inbox, open alerts)."""
+) -> tuple[list[Section], Unseen, entry.Entry | None]:
+    """(new entries of others, own recent entries), what is unseen (`Unseen.next_cursor` says
+    where the cursor goes once the kept sections are delivered) and the newest entry.
+    `cursor` is where the agent's last read ended (None: a first read); `skip` are ids other
+    sections show (the inbox, open alerts)."""
     settings = vault.config.read
     newest: entry.Entry | None = None
     others: list[entry.Entry] = []
@@ -151,6 +260,8 @@ def log_sections(
         )
         if others_done and (len(own) >= settings.recent_own or scanned >= SCAN_LIMIT):
             break
+    else:
+        unseen.exhausted = True
     # the order every clone agrees on: time, then id (after a merge, file order may differ)
     others.sort(key=entry.time_order)
     own.reverse()
@@ -197,12 +308,10 @@ def log_sections(
         intro += f" {elsewhere} more are shown above (your inbox, open alerts)."
     if check.failed:
         intro += " " + check.note()
-    if more:
+    if more and cursor is not None:
         intro += (
-            f" More were written; only the latest {settings.max_new_entries} are shown"
-            f" (see all with: vaultmem log --since {since})."
-            if since
-            else ""
+            f" More were written than the {settings.max_new_entries} a read shows; the rest"
+            " stay new and lead your next read."
         )
     text = intro + ("\n\n" + fence("\n".join(lines)) if lines else "")
     sections.append(
@@ -231,4 +340,4 @@ def log_sections(
                 items=items(own, [line for _d, line in own_shown]),
             )
         )
-    return sections, unseen.next_cursor(newest)
+    return sections, unseen, newest

@@ -175,10 +175,15 @@ def _find_handler(text: str, groups: jsonedit.Node, event: str) -> jsonedit.Node
     return None
 
 
-def _event_name(claude_event: str) -> str | None:
-    from vaultmem.app.hooks.contract import CLAUDE_EVENTS
+def _event_name(runtime_event: str) -> str | None:
+    """Our event for a runtime's event name (every runtime of `RUNTIME_EVENTS`)."""
+    from vaultmem.app.hooks.contract import RUNTIME_EVENTS
 
-    return next((e.value for e, name in CLAUDE_EVENTS.items() if name == claude_event), None)
+    for row in RUNTIME_EVENTS.values():
+        for event, name in row.items():
+            if name == runtime_event:
+                return event.value
+    return None
 
 
 def remove_hooks(text: str | None, path: Path) -> str | None:
@@ -358,8 +363,60 @@ def plan(path: Path, edit: Callable[[str | None], str | None]) -> FileChange:
     return FileChange(path, before, edit(before))
 
 
-def hooks_change(path: Path, handlers: dict[str, dict[str, Any]], remove: bool) -> FileChange:
-    return plan(path, lambda t: remove_hooks(t, path) if remove else merge_hooks(t, path, handlers))
+def hooks_change(
+    path: Path,
+    handlers: dict[str, dict[str, Any]],
+    remove: bool,
+    *,
+    env: dict[str, str] | None = None,
+) -> FileChange:
+    """The hook handlers, and with `env` the settings' `env` entries (Claude Code passes
+    them to every hook and tool call), in one edit of the file."""
+
+    def edit(text: str | None) -> str | None:
+        if remove:
+            out = remove_hooks(text, path)
+            return remove_env(out, path, env) if env else out
+        merged = merge_hooks(text, path, handlers)
+        return merge_env(merged, path, env) if env else merged
+
+    return plan(path, edit)
+
+
+def merge_env(text: str | None, path: Path, values: dict[str, str]) -> str:
+    """Set `{"env": {NAME: VALUE}}` entries, keeping every other one."""
+    source, _root = _doc(text, path)
+    for name, value in values.items():
+        root = jsonedit.parse(source)
+        env = _object(source, root, "env", "object", path)
+        if env is None:
+            source = jsonedit.insert_member(source, root, "env", {name: value})
+            continue
+        member = env.member(name)
+        if member is None:
+            source = jsonedit.insert_member(source, env, name, value)
+        elif jsonedit.value_of(source, member.value) != value:
+            source = jsonedit.replace_value(source, member.value, value)
+    return source
+
+
+def remove_env(text: str | None, path: Path, values: dict[str, str]) -> str | None:
+    """Take out the `env` entries setup wrote (only where they still hold its value), and
+    `env` itself when nothing else is left in it."""
+    if text is None:
+        return None
+    source, _root = _doc(text, path)
+    for name, value in values.items():
+        root = jsonedit.parse(source)
+        env = _object(source, root, "env", "object", path)
+        member = env.member(name) if env is not None else None
+        if env is None or member is None or jsonedit.value_of(source, member.value) != value:
+            continue
+        if len(env.members) > 1:
+            source = jsonedit.remove_child(source, env, env.members.index(member))
+        else:
+            source = jsonedit.remove_child(source, root, root.members.index(root.member("env")))  # type: ignore[arg-type]
+    return _empty_to_none(source)
 
 
 def server_change(path: Path, name: str, server: dict[str, Any], remove: bool) -> FileChange:

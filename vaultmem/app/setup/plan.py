@@ -10,9 +10,9 @@ Each runtime gets the pieces it documents, merged into the files people already 
   command to run); the instruction block in `CLAUDE.md`. `--plugin DIR` writes the same as a
   plugin folder (`.claude-plugin/plugin.json`, `hooks/hooks.json`, `.mcp.json`, per
   https://code.claude.com/docs/en/plugins-reference) with a one-plugin marketplace next to it.
-- **codex** (https://developers.openai.com/codex/mcp, .../guides/agents-md): the MCP server as
-  `[mcp_servers.vaultmem]` in `~/.codex/config.toml` (`$CODEX_HOME`; project scope:
-  `.codex/config.toml`) and the instruction block in `AGENTS.md`.
+- **codex**: `app.setup.codex` (hooks.json, the config.toml block, AGENTS.md).
+- **gemini** (https://geminicli.com/docs/hooks/reference): hooks and the MCP server in
+  `.gemini/settings.json`, the instruction block in `GEMINI.md`.
 - **cursor** (https://cursor.com/docs/context/mcp, .../context/rules): the MCP server in
   `.cursor/mcp.json` and an always-applied rule `.cursor/rules/vaultmem.mdc`.
 - **generic**: the instruction block and an MCP JSON snippet, printed for any client.
@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
-import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.hooks.contract import CLAUDE_EVENTS, HookEvent
+from vaultmem.app.hooks.contract import RUNTIME_EVENTS, TIMEOUT_UNIT, HookEvent
+from vaultmem.app.pack.hints import executable
 from vaultmem.app.setup import files as sf
-from vaultmem.core.errors import IntegrityError, RefusedError
+from vaultmem.core.config import ENV_AGENT, ENV_VAULT
 from vaultmem.core.vault import Vault
 
 SERVER_NAME = "vaultmem"
@@ -59,6 +58,7 @@ OWNED = "vaultmem:owned"  # marks files vaultmem writes whole (the Cursor rule, 
 class Runtime(StrEnum):
     CLAUDE_CODE = "claude-code"
     CODEX = "codex"
+    GEMINI = "gemini"
     CURSOR = "cursor"
     GENERIC = "generic"
 
@@ -102,27 +102,35 @@ def vaultmem_argv() -> list[str]:
     """How a runtime starts this vaultmem: the console script next to this Python (a venv), or
     `python -m vaultmem` with this Python's absolute path. Never a bare name on PATH: runtimes
     start hooks and servers with their own environment."""
-    here = Path(sys.executable)
-    for name in ("vaultmem", "vaultmem.exe"):
-        script = here.parent / name
-        if script.is_file():
-            return [str(script)]
-    return [str(here), "-m", "vaultmem"]
+    return executable()
 
 
 def hook_command(argv: list[str], event: HookEvent, vault: Vault, agent: str) -> str:
     return shlex.join([*argv, "hook", event.value, "--vault", str(vault.root), "--agent", agent])
 
 
-def claude_handlers(argv: list[str], vault: Vault, agent: str) -> dict[str, dict[str, Any]]:
+def hook_handlers(
+    runtime: str, argv: list[str], vault: Vault, agent: str
+) -> dict[str, dict[str, Any]]:
+    """The `hooks.json` handlers of one runtime (`RUNTIME_EVENTS`), by its event names."""
     return {
-        CLAUDE_EVENTS[event]: {
+        name: {
             "type": "command",
             "command": hook_command(argv, event, vault, agent),
-            "timeout": HOOK_TIMEOUTS[event],
+            "timeout": HOOK_TIMEOUTS[event] * TIMEOUT_UNIT.get(runtime, 1),
         }
-        for event in HookEvent
+        for event, name in RUNTIME_EVENTS[runtime].items()
     }
+
+
+def claude_handlers(argv: list[str], vault: Vault, agent: str) -> dict[str, dict[str, Any]]:
+    return hook_handlers(Runtime.CLAUDE_CODE, argv, vault, agent)
+
+
+def tool_env(vault: Vault, agent: str) -> dict[str, str]:
+    """What the runtime puts in the environment of every hook and tool call, so a command
+    the model is told to run finds the vault and the agent from any folder."""
+    return {ENV_VAULT: str(vault.root), ENV_AGENT: agent}
 
 
 def mcp_server(argv: list[str], vault: Vault, agent: str) -> dict[str, Any]:
@@ -132,13 +140,16 @@ def mcp_server(argv: list[str], vault: Vault, agent: str) -> dict[str, Any]:
     }
 
 
-def instructions(vault: Vault, agent: str, runtime: Runtime) -> str:
-    """The short block for CLAUDE.md / AGENTS.md / the Cursor rule: the three rules, the name."""
-    v = shlex.quote(str(vault.root))
+def instructions(vault: Vault, agent: str, runtime: Runtime, argv: list[str] | None = None) -> str:
+    """The short block for CLAUDE.md / AGENTS.md / the Cursor rule: the three rules, the name.
+    Its commands name this vaultmem by absolute path and carry --vault and --agent, so they
+    run as written from the project folder whatever the runtime's PATH."""
+    exe = shlex.join(argv or vaultmem_argv())
+    where = f"--vault {shlex.quote(str(vault.root))} --agent {agent}"
     loaded = (
         "Hooks load your session pack when a session starts and add what other agents logged "
         "since your last read to each prompt."
-        if runtime == Runtime.CLAUDE_CODE
+        if runtime in RUNTIME_EVENTS
         else "Call the MCP tool `read` at the start of a session and before answering."
     )
     return f"""## Shared memory (vaultmem)
@@ -146,10 +157,10 @@ def instructions(vault: Vault, agent: str, runtime: Runtime) -> str:
 You are agent `{agent}` in the vaultmem vault at `{vault.root}`: the memory this project's
 agents share, which people read and review in Obsidian. {loaded}
 
-1. **Read before answering.** The MCP tool `read` (or `vaultmem read --vault {v} --agent {agent}`)
+1. **Read before answering.** The MCP tool `read` (or `{exe} read {where}`)
    gives your identity, decisions, checkpoint and what other agents logged since your last read.
 2. **Append after each significant turn**: a fix, a decision, a handoff, a question. MCP tool
-   `append`, or `vaultmem append "SUMMARY" --type fix --channel CHANNEL --vault {v} --agent {agent}`.
+   `append`, or `{exe} append "SUMMARY" --type fix --channel CHANNEL {where}`.
 3. **Ack what you used.** A handoff, question or alert marked AWAITING ACK is waiting for you:
    answer with `append` and `acks: ["<id>"]` (CLI: `--type ack --ack <id>`), saying what you did.
 
@@ -180,9 +191,9 @@ def plan_claude_code(
         project / "CLAUDE.md" if scope == SetupScope.PROJECT else home / ".claude" / "CLAUDE.md"
     )
     handlers = claude_handlers(argv, vault, agent)
-    block = instructions(vault, agent, Runtime.CLAUDE_CODE)
+    block = instructions(vault, agent, Runtime.CLAUDE_CODE, argv)
     changes = [
-        sf.hooks_change(settings, handlers, remove),
+        sf.hooks_change(settings, handlers, remove, env=tool_env(vault, agent)),
         sf.block_change(memory, MD_MARKERS, block, remove),
     ]
     notes: list[str] = []
@@ -289,73 +300,49 @@ def _plugin_file_is_ours(path: Path, before: str | None) -> bool:
     )
 
 
-# --- Codex --------------------------------------------------------------------------------------------
+# --- Gemini CLI ---------------------------------------------------------------------------------
 
 
-def codex_block(argv: list[str], vault: Vault, agent: str) -> str:
-    server = mcp_server(argv, vault, agent)
-
-    def q(value: str) -> str:
-        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
-
-    args = ", ".join(q(a) for a in server["args"])
-    return f"[mcp_servers.{SERVER_NAME}]\ncommand = {q(server['command'])}\nargs = [{args}]\n"
-
-
-def _check_toml(text: str | None, path: Path, *, ours_removed: bool) -> None:
-    if text is None:
-        return
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise IntegrityError(
-            f"{path} is not valid TOML ({exc}); vaultmem setup changed nothing",
-            "fix the file and run setup again",
-        ) from None
-    if ours_removed and SERVER_NAME in (data.get("mcp_servers") or {}):
-        raise RefusedError(
-            f"{path} already configures an MCP server named {SERVER_NAME!r} outside vaultmem's block",
-            "remove that table (or let it be and skip this step); vaultmem changed nothing",
-        )
-
-
-def plan_codex(
+def plan_gemini(
     vault: Vault,
     agent: str,
     *,
     project: Path,
-    scope: SetupScope = SetupScope.USER,
+    scope: SetupScope = SetupScope.PROJECT,
     remove: bool = False,
-    codex_home: Path | None = None,
+    home: Path | None = None,
     argv: list[str] | None = None,
 ) -> SetupPlan:
+    """Gemini CLI (https://geminicli.com/docs/hooks/reference): the lifecycle hooks and the MCP
+    server in `.gemini/settings.json` (user scope: `~/.gemini/settings.json`), one edit of the
+    file; the instruction block in the project's GEMINI.md."""
     agent = vault.require_agent(agent)
     argv = argv or vaultmem_argv()
-    home = codex_home or Path.home() / ".codex"
-    config = (
-        home / "config.toml" if scope == SetupScope.USER else project / ".codex" / "config.toml"
-    )
-    agents_md = project / "AGENTS.md"
-    block = codex_block(argv, vault, agent)
+    base = project if scope == SetupScope.PROJECT else (home or Path.home())
+    settings = base / ".gemini" / "settings.json"
+    handlers = hook_handlers(Runtime.GEMINI, argv, vault, agent)
+    server = mcp_server(argv, vault, agent)
 
-    def edit_config(text: str | None) -> str | None:
-        _check_toml(sf.remove_block(text, TOML_MARKERS), config, ours_removed=True)
+    def edit(text: str | None) -> str | None:
         if remove:
-            return sf.remove_block(text, TOML_MARKERS)
-        new = sf.upsert_block(text, TOML_MARKERS, block)
-        _check_toml(new, config, ours_removed=False)
-        return new
+            return sf.remove_server(sf.remove_hooks(text, settings), settings, SERVER_NAME)
+        return sf.merge_server(
+            sf.merge_hooks(text, settings, handlers), settings, SERVER_NAME, server
+        )
 
-    md = instructions(vault, agent, Runtime.CODEX)
-    changes = (sf.plan(config, edit_config), sf.block_change(agents_md, MD_MARKERS, md, remove))
-    return SetupPlan(Runtime.CODEX, agent, str(vault.root), remove, changes)
+    md = instructions(vault, agent, Runtime.GEMINI, argv)
+    changes = (
+        sf.plan(settings, edit),
+        sf.block_change(project / "GEMINI.md", MD_MARKERS, md, remove),
+    )
+    return SetupPlan(Runtime.GEMINI, agent, str(vault.root), remove, changes)
 
 
 # --- Cursor ----------------------------------------------------------------------------------------------
 
 
-def cursor_rule(vault: Vault, agent: str) -> str:
-    body = instructions(vault, agent, Runtime.CURSOR)
+def cursor_rule(vault: Vault, agent: str, argv: list[str] | None = None) -> str:
+    body = instructions(vault, agent, Runtime.CURSOR, argv)
     return (
         "---\ndescription: Shared memory of this project's agents (vaultmem): read, append, ack\n"
         f"alwaysApply: true\n---\n<!-- {OWNED}: written by `vaultmem setup cursor`; "
@@ -382,7 +369,7 @@ def plan_cursor(
     notes: list[str] = []
     if scope == SetupScope.PROJECT:
         rule = project / ".cursor" / "rules" / "vaultmem.mdc"
-        text = cursor_rule(vault, agent)
+        text = cursor_rule(vault, agent, argv)
         changes.append(
             sf.plan(rule, lambda t: sf.owned_file(t, OWNED, rule, None if remove else text))
         )
@@ -402,7 +389,7 @@ def plan_generic(vault: Vault, agent: str, *, argv: list[str] | None = None) -> 
     snippet = json.dumps({"mcpServers": {SERVER_NAME: mcp_server(argv, vault, agent)}}, indent=2)
     printed = (
         "# Instructions for the agent (its system prompt, rules or AGENTS.md)\n\n"
-        + instructions(vault, agent, Runtime.GENERIC)
+        + instructions(vault, agent, Runtime.GENERIC, argv)
         + "\n# MCP server (stdio), in the JSON most clients read\n\n"
         + snippet
         + "\n"
@@ -416,8 +403,8 @@ __all__ = [
     "SetupScope",
     "apply_plan",
     "plan_claude_code",
-    "plan_codex",
     "plan_cursor",
+    "plan_gemini",
     "plan_generic",
     "plan_plugin",
 ]

@@ -11,9 +11,10 @@ both versions kept, and git reports the file as conflicted).
   moves under `## Retracted`) and an edit on the other (the line's text changed) both survive.
 - `nexus/project-state.md` (state): section by section. Two different sections changed on two
   machines both land; the same section changed differently on both is a conflict, never a
-  silent overwrite.
+  silent overwrite. A heading that appears twice is two sections (by title and occurrence).
 - `agents/<agent>/checkpoint.md` (checkpoint): the newer `updated:` wins whole (a checkpoint is
-  a snapshot, not a document to splice); the other version stays in git history.
+  a snapshot, not a document to splice); the other version stays in git history. Two different
+  versions with the same stamp are a conflict (neither is newer).
 - digests and profiles (snapshot): made again from the log or the memories, signed or
   fingerprinted as a whole, so the newer (`updated:`, `built:` or `created:`) wins whole.
 """
@@ -21,6 +22,7 @@ both versions kept, and git reports the file as conflicted).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from vaultmem.core import clock
@@ -54,9 +56,13 @@ def merge_index(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     b, o, t = _lines(base), _lines(ours), _lines(theirs)
     base_set = set(b)
     result = list(o)
-    for line in base_set - set(t):
-        if line.strip() and line.strip() != RETRACTED and line in result:
-            result.remove(line)
+    b_count, t_count = Counter(b), Counter(t)
+    for line in b_count:
+        if not line.strip() or line.strip() == RETRACTED:
+            continue
+        for _ in range(b_count[line] - t_count[line]):  # each copy theirs removed
+            if line in result:
+                result.remove(line)
     t_cut = _retracted_at(t)
     for i, line in enumerate(t):
         if not line.strip() or line in base_set or line in result:
@@ -102,21 +108,49 @@ def _end_of_active(lines: list[str]) -> int:
 # --- project-state.md ------------------------------------------------------------------------
 
 
-def _split_sections(text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """(preamble lines, [(title, lines including the heading)]) by level-2 headings outside
-    closed fences (the same rule `state set` uses)."""
+Section = tuple[tuple[str, int], list[str]]  # ((title, occurrence), lines with the heading)
+
+
+def _trim(lines: Sequence[str]) -> list[str]:
+    """Without the blank lines at the end: the blank line before the next heading belongs to no
+    section, so a section that stopped being the last one has not changed."""
+    out = list(lines)
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def _split_sections(text: str) -> tuple[list[str], list[Section]]:
+    """(preamble lines, sections) by level-2 headings outside closed fences (the same rule
+    `state set` uses). A section is keyed by its title and which occurrence of that title it
+    is, so a heading that appears twice (both sides of a conflict a person kept) is two
+    sections, never one that hides the other."""
     from vaultmem.nexus.state import section_spans
 
     lines = _lines(text)
     spans = section_spans(lines)
     if not spans:
-        return lines, []
-    pre = lines[: spans[0][1]]
-    return pre, [(title.strip().lower(), lines[s:e]) for title, s, e in spans]
+        return _trim(lines), []
+    seen: dict[str, int] = {}
+    secs: list[Section] = []
+    for title, s, e in spans:
+        t = title.strip().lower()
+        n = seen.get(t, 0)
+        seen[t] = n + 1
+        secs.append(((t, n), _trim(lines[s:e])))
+    return _trim(lines[: spans[0][1]]), secs
 
 
 def merge_state(base: str, ours: str, theirs: str) -> tuple[str, bool]:
-    """Section-wise three-way merge; a section both sides changed differently is a conflict."""
+    """Section-wise three-way merge; a section both sides changed differently is a conflict.
+
+    A section one side changed (or added) is never dropped: it lands, or it is one side of a
+    conflict. Sections only theirs added go after the nearest section before them in theirs.
+    """
+    if ours == theirs or theirs == base:
+        return ours, False
+    if ours == base:
+        return theirs, False
     b_pre, b_secs = _split_sections(base)
     o_pre, o_secs = _split_sections(ours)
     t_pre, t_secs = _split_sections(theirs)
@@ -124,23 +158,33 @@ def merge_state(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     pre, c = _pick(b_pre, o_pre, t_pre, "the text before the first section")
     conflict |= c
     bd, od, td = dict(b_secs), dict(o_secs), dict(t_secs)
-    order = [k for k, _ in o_secs] + [k for k, _ in t_secs if k not in od]
+    order = [k for k, _ in o_secs]
+    for i, (key, _) in enumerate(t_secs):
+        if key in od:
+            continue
+        after = next((t_secs[j][0] for j in range(i - 1, -1, -1) if t_secs[j][0] in order), None)
+        order.insert(0 if after is None else order.index(after) + 1, key)
     out = list(pre)
     for key in order:
         b_lines = bd.get(key)
         o_lines, t_lines = od.get(key), td.get(key)
+        what = key[0] if key[1] == 0 else f"{key[0]}, copy {key[1] + 1}"
         if o_lines is None or t_lines is None:
             kept = o_lines if o_lines is not None else t_lines
             assert kept is not None
             if b_lines is None:  # added on one side
-                out += kept
+                part = kept
             elif kept != b_lines:  # deleted on one side, changed on the other
-                out += _markers(o_lines or [], t_lines or [], key)
+                part = _markers(o_lines or [], t_lines or [], what)
                 conflict = True
-            continue  # deleted on one side and unchanged on the other: deleted
-        merged, c = _pick(b_lines or [], o_lines, t_lines, key)
-        conflict |= c
-        out += merged
+            else:
+                continue  # deleted on one side and unchanged on the other: deleted
+        else:
+            part, c = _pick(b_lines or [], o_lines, t_lines, what)
+            conflict |= c
+        if out and out[-1].strip():
+            out.append("")
+        out += part
     return _join(out), conflict
 
 
@@ -165,17 +209,26 @@ def _markers(ours: list[str], theirs: list[str], what: str) -> list[str]:
 # --- checkpoint.md --------------------------------------------------------------------------
 
 
-def _newer(ours: str, theirs: str, stamp: re.Pattern[str]) -> str:
-    def when(text: str) -> float:
-        m = stamp.search(text)
-        moment = clock.parse_time(m.group("v")) if m else None
-        return moment.timestamp() if moment else 0.0
+def _when(text: str, stamp: re.Pattern[str]) -> float:
+    m = stamp.search(text)
+    moment = clock.parse_time(m.group("v")) if m else None
+    return moment.timestamp() if moment else 0.0
 
-    return theirs if when(theirs) > when(ours) else ours
+
+def _newer(ours: str, theirs: str, stamp: re.Pattern[str]) -> str:
+    return theirs if _when(theirs, stamp) > _when(ours, stamp) else ours
 
 
 def merge_checkpoint(base: str, ours: str, theirs: str) -> tuple[str, bool]:
-    """The newer checkpoint (by its `updated:` stamp) wins whole; ties keep ours."""
+    """The newer checkpoint (by its `updated:` stamp) wins whole. Two different checkpoints
+    with the same stamp (or none) are a conflict: neither is newer, so choosing one would drop
+    the other silently."""
+    if ours == theirs or theirs == base:
+        return ours, False
+    if ours == base:
+        return theirs, False
+    if _when(ours, _UPDATED) == _when(theirs, _UPDATED):
+        return _join(_markers(_lines(ours), _lines(theirs), "checkpoint")), True
     return _newer(ours, theirs, _UPDATED), False
 
 
@@ -183,7 +236,10 @@ def merge_snapshot(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     """A digest or a profile: the newer (its first `updated:`, `built:` or `created:` line)
     wins whole, since either side's is a complete, signed or fingerprinted whole; ties keep
     ours. The other stays in git history; the next `vaultmem digest` / `profile` run notices
-    if it was made from fewer entries or memories than the vault now has."""
+    if it was made from fewer entries or memories than the vault now has. A side that did not
+    change loses to the one that did, whatever the stamps say."""
+    if ours == base and base:
+        return theirs, False
     return _newer(ours, theirs, _STAMP), False
 
 

@@ -1,49 +1,59 @@
 """Many machines, one memory: the vault is a git repository, and `vaultmem sync` moves it.
 
-vaultmem uses the system `git` (the engine people already trust for replicated text; a Python
-git library would add a dependency and still shell out for merges and credentials). What makes
-two clones merge without a person is the file formats (docs/FORMAT.md, "Several machines") and
-`.gitattributes`: the logs and `keys.md` merge as a union of lines, `MEMORY.md`, project state
-and checkpoints through vaultmem's own merge drivers (`vaultmem.app.sync.merge`).
+What makes two clones merge without a person is the file formats (docs/FORMAT.md, "Several
+machines") and `.gitattributes`: the logs and `keys.md` merge as a union of lines, `MEMORY.md`,
+project state and checkpoints through vaultmem's own merge drivers (`vaultmem.app.sync.merge`).
 
-`sync` = commit what vaultmem and people changed (with a message that says what), pull (merge
-or rebase, `[sync] pull`), push, then verify and bring the search index up to date, so the
-next agent's recall does not pay for the pull. One sync at a time per machine (a lock).
+One sync, in the order that loses nothing (docs/FORMAT.md, "Sync loses nothing"):
+
+1. recover what a killed sync left (a half-done working-tree move, git's stale `index.lock`);
+2. fetch, holding no vaultmem lock (writers go on);
+3. under the sync barrier (writers wait, for the time of a `git add` and a commit): commit the
+   working tree;
+4. check what arrived (`incoming`: nothing under `.vaultmem/`, no links, no change to the merge
+   rules), then merge it as git objects (`git merge-tree`), the working tree untouched;
+5. under the barrier again: commit what was written during the merge, merge it in, and move
+   the working tree to the result file by file (`worktree.move_tree`);
+6. push; a push that lost a race fetches and merges again, with back-off;
+7. refresh the search index and verify.
+
+A merge that needs a person still completes: both versions are written into the file between
+markers (nothing dropped), and every sync exits 5 naming the file until a person has edited it.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
-from collections import Counter
+import json
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core.errors import (
-    LockTimeoutError,
-    UnavailableError,
-    UsageError,
-    VaultmemError,
+from vaultmem.app.sync import worktree
+from vaultmem.app.sync.describe import log_entries_in
+from vaultmem.app.sync.git import (
+    REJECTED,
+    OfflineError,
+    count,
+    failure,
+    git,
+    is_ancestor,
+    rev,
+    stage,
 )
-from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.app.sync.incoming import check_tree, trust_report
+from vaultmem.app.sync.objects import merge
+from vaultmem.core.errors import LockTimeoutError, UnavailableError, VaultmemError
+from vaultmem.core.locking import BARRIER, barrier, exclusive, lock_path
 from vaultmem.core.vault import Vault
 
-DRIVERS = {
-    "vaultmem-index": "index",
-    "vaultmem-state": "state",
-    "vaultmem-checkpoint": "checkpoint",
-    "vaultmem-snapshot": "snapshot",
-}
-_OFFLINE = re.compile(
-    r"Could not resolve host|unable to access|Connection refused|Could not read from remote"
-    r"|does not appear to be a git repository|Network is unreachable|timed out|No such device",
-    re.IGNORECASE,
-)
-_HEADER = re.compile(r"^\+### \S+ · (?P<agent>[a-z0-9][a-z0-9_-]{0,39}) · ", re.MULTILINE)
+__all__ = ["OfflineError", "SyncConflictError", "SyncReport", "status", "sync", "watch"]
+
+PUSH_TRIES = 6
+BARRIER_TIMEOUT = 30.0
+CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
 
 
 class SyncConflictError(VaultmemError):
@@ -52,15 +62,9 @@ class SyncConflictError(VaultmemError):
     exit_code = 5
 
 
-class OfflineError(VaultmemError):
-    """The remote could not be reached; the work is committed here. Retrying later is safe."""
-
-    exit_code = 6
-
-
 @dataclass(frozen=True)
 class SyncReport:
-    outcome: str  # "synced", "nothing", "offline" (raised), "conflict" (raised)
+    outcome: str  # "synced", "nothing"
     committed: str | None = None  # the commit made of local changes
     message: str | None = None
     pulled: int = 0  # commits that arrived
@@ -70,10 +74,15 @@ class SyncReport:
     verify_ok: bool | None = None
     problems: tuple[str, ...] = ()
     index: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what sync repaired or merged on the way
+    trust: tuple[str, ...] = ()  # incoming changes to files that carry trust
+    skipped: tuple[str, ...] = ()  # links and nested repositories, never synced
+    conflicts: tuple[str, ...] = ()  # files holding both versions between markers
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        out["problems"] = list(self.problems)
+        for key in ("problems", "notes", "trust", "skipped", "conflicts"):
+            out[key] = list(out[key])
         return out
 
 
@@ -93,42 +102,6 @@ class SyncStatus:
         return out
 
 
-# --- git -------------------------------------------------------------------------------------
-
-
-def _git_bin() -> str:
-    found = shutil.which("git")
-    if found is None:
-        raise UnavailableError("git is not installed", "install git to sync a vault")
-    return found
-
-
-def git(
-    root: Path, *args: str, check: bool = True, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """Run git in `root` with no prompts and messages in English (they are parsed)."""
-    env = {
-        **os.environ,
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-        "GIT_MERGE_AUTOEDIT": "no",
-    }
-    proc = subprocess.run(
-        [_git_bin(), *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if check and proc.returncode != 0:
-        raise VaultmemError(
-            f"git {' '.join(args[:2])} failed: {(proc.stderr or proc.stdout).strip()[:400]}",
-            "run the same git command in the vault to see more",
-        )
-    return proc
-
-
 def repo_root(vault: Vault) -> Path:
     proc = git(vault.root, "rev-parse", "--show-toplevel", check=False)
     if proc.returncode != 0:
@@ -139,18 +112,18 @@ def repo_root(vault: Vault) -> Path:
     return Path(proc.stdout.strip())
 
 
-def ensure_attributes(root: Path) -> bool:
-    """Add to `.gitattributes` the merge lines a vault made by an older vaultmem lacks, keeping
-    every line a person wrote; True when the file changed."""
+def ensure_template_lines(root: Path, name: str) -> bool:
+    """Add to `.gitattributes` / `.gitignore` the lines of vaultmem's template that a vault
+    made by an older vaultmem lacks (by pattern), keeping every line a person wrote."""
     from vaultmem.core.fsio import atomic_write
     from vaultmem.core.templates import template
 
-    path = root / ".gitattributes"
+    path = root / f".{name}"
     have = path.read_text(encoding="utf-8") if path.exists() else ""
     known = {ln.split()[0] for ln in have.splitlines() if ln.strip() and not ln.startswith("#")}
     missing = [
         ln
-        for ln in template("gitattributes").splitlines()
+        for ln in template(name).splitlines()
         if ln.strip() and not ln.startswith("#") and ln.split()[0] not in known
     ]
     if not missing:
@@ -160,16 +133,13 @@ def ensure_attributes(root: Path) -> bool:
     return True
 
 
-def ensure_drivers(root: Path) -> None:
-    """Register vaultmem's merge drivers in this clone's git config (per clone, not committed;
-    `.gitattributes` names them). Without them git falls back to its own text merge."""
-    import shlex
-    import sys
+def ensure_attributes(root: Path) -> bool:
+    return ensure_template_lines(root, "gitattributes")
 
-    runner = f"{shlex.quote(sys.executable)} -m vaultmem"
-    for name, kind in DRIVERS.items():
-        git(root, "config", f"merge.{name}.name", f"vaultmem {kind} merge")
-        git(root, "config", f"merge.{name}.driver", f"{runner} merge-file {kind} %O %A %B %P")
+
+def ensure_drivers(root: Path) -> None:
+    """This clone's merge drivers and local excludes (per clone, never committed)."""
+    worktree.ensure_local_config(root)
 
 
 def _upstream(root: Path, remote: str | None) -> tuple[str, str | None]:
@@ -183,75 +153,35 @@ def _upstream(root: Path, remote: str | None) -> tuple[str, str | None]:
     return branch, (f"{remotes[0]}/{branch}" if remotes else None)
 
 
-def _count(root: Path, spec: str) -> int:
-    proc = git(root, "rev-list", "--count", spec, check=False)
-    return int(proc.stdout.strip() or 0) if proc.returncode == 0 else 0
-
-
-def _log_entries_in(root: Path, diff_range: str, rel: str) -> Counter[str]:
-    """Entry headers added to the live log in a diff, by agent."""
-    proc = git(root, "diff", "--unified=0", diff_range, "--", rel, check=False)
-    return Counter(m["agent"] for m in _HEADER.finditer(proc.stdout))
-
-
-# --- commit -----------------------------------------------------------------------------------
-
-
-def _describe_changes(root: Path, vault: Vault) -> str | None:
-    """A commit message that says what changed, for people reading the history."""
-    status = git(root, "status", "--porcelain", "--untracked-files=all").stdout
-    paths = [line[3:].strip().strip('"') for line in status.splitlines() if line.strip()]
-    if not paths:
-        return None
-    live = vault.rel(vault.live_context)
-    by_agent = _log_entries_in(root, "HEAD", live) if live in paths else Counter()
-    kinds: Counter[str] = Counter()
-    for p in paths:
-        if p.startswith("memory/") or "/memory/" in p:
-            kinds["fact"] += 1
-        elif "/bank/" in p:
-            kinds["bank note"] += 1
-        elif p.endswith("checkpoint.md"):
-            kinds["checkpoint"] += 1
-        elif p.endswith("project-state.md"):
-            kinds["project state"] += 1
-        elif p.startswith("nexus/"):
-            kinds["log file"] += 1 if p != live else 0
-        elif p.endswith("keys.md"):
-            kinds["key"] += 1
-        else:
-            kinds["note"] += 1
-    parts = []
-    if by_agent:
-        total = sum(by_agent.values())
-        who = ", ".join(f"{a} {n}" for a, n in sorted(by_agent.items()))
-        parts.append(f"{total} log entr{'y' if total == 1 else 'ies'} ({who})")
-    parts += [f"{n} {k}{'s' if n > 1 else ''}" for k, n in sorted(kinds.items()) if n]
-    return "vaultmem sync: " + (", ".join(parts) or f"{len(paths)} files")
-
-
-def commit_local(
-    vault: Vault, root: Path, message: str | None = None
-) -> tuple[str | None, str | None]:
-    """Commit everything changed (vaultmem's files and people's edits); (sha, message)."""
-    text = _describe_changes(root, vault)
-    if text is None:
-        return None, None
-    git(root, "add", "-A")
-    final = message or text
-    git(root, *_who(root), "commit", "--quiet", "--no-verify", "-m", final)
-    return git(root, "rev-parse", "HEAD").stdout.strip(), final
-
-
-def _who(root: Path) -> list[str]:
-    """A machine where nobody set a git identity (a CI runner, a container) still commits and
-    merges, as "vaultmem"."""
-    if git(root, "config", "user.email", check=False).returncode == 0:
-        return []
-    return ["-c", "user.name=vaultmem", "-c", "user.email=vaultmem@localhost"]
-
-
 # --- sync -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """What one sync did so far, for its report."""
+
+    vault: Vault
+    root: Path
+    committed: worktree.Commit | None = None
+    pulled: int = 0
+    entries_in: int = 0
+    notes: list[str] = field(default_factory=list)
+    trust: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    moved: bool = False
+
+    def barrier(self) -> Any:
+        return barrier(self.vault.state("locks", BARRIER), BARRIER_TIMEOUT)
+
+    def commit(self, message: str | None) -> worktree.Commit | None:
+        ensure_template_lines(self.root, "gitattributes")
+        ensure_template_lines(self.root, "gitignore")
+        made = worktree.commit_all(self.vault, self.root, message)
+        if made is not None:
+            self.committed = self.committed or made
+            self.skipped += [s for s in made.skipped if s not in self.skipped]
+        return made
 
 
 def sync(
@@ -262,8 +192,10 @@ def sync(
     pull: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SyncReport:
-    """Commit, pull, push, verify, refresh the index. Raises OfflineError (exit 6, the work
-    stays committed here) or SyncConflictError (exit 5, which files, what to do)."""
+    """Commit, pull, push, verify, refresh the index; loses no write made meanwhile. Raises
+    OfflineError (exit 6, the work stays committed here), LockTimeoutError (exit 6, another
+    sync or git is running), IncomingRefusedError (exit 8) or SyncConflictError (exit 5,
+    after the sync went through, while a file holds both versions between markers)."""
     root = repo_root(vault)
     try:
         lock = exclusive(lock_path(vault, "sync"), 0.5, what="sync")
@@ -273,106 +205,254 @@ def sync(
             "another vaultmem sync is running on this machine", "wait for it, then retry"
         ) from exc
     try:
-        return _sync_locked(vault, root, remote, message, pull or vault.config.sync.pull, progress)
+        run = _Run(vault, root)
+        report = _sync_locked(run, remote, message, pull or vault.config.sync.pull, progress)
+        _stamp(vault, report.outcome)
+        return report
     finally:
         lock.__exit__(None, None, None)
 
 
+def _stamp(vault: Vault, outcome: str) -> None:
+    from vaultmem.core import clock
+    from vaultmem.core.fsio import atomic_write
+
+    atomic_write(worktree.state(vault, "last.json"),
+                 json.dumps({"time": clock.stamp(), "outcome": outcome}))  # fmt: skip
+
+
+def _recover(run: _Run) -> None:
+    from vaultmem.app.sync.git import clear_stale_index_lock
+
+    note = clear_stale_index_lock(run.root, worktree.state(run.vault, "git.pid"))
+    if note:
+        run.notes.append(note)
+    with run.barrier():
+        note = worktree.recover_move(run.vault, run.root)
+    if note:
+        run.notes.append(note)
+    git_dir = Path(git(run.root, "rev-parse", "--absolute-git-dir").stdout.strip())
+    if (git_dir / "MERGE_HEAD").exists() or (git_dir / "rebase-merge").exists():
+        _unfinished_git_merge(run, git_dir)
+
+
+def _unfinished_git_merge(run: _Run, git_dir: Path) -> None:
+    """A merge git started in the working tree (a person's `git merge`, or a sync of an older
+    vaultmem killed in one). Its files are kept as they are, never reset: unmerged files with
+    markers wait for a person; otherwise the merge is concluded with what the files hold."""
+    unmerged = git(run.root, "diff", "--name-only", "--diff-filter=U").stdout.split()
+    marked = [p for p in unmerged if _has_markers(run.root / p)]
+    if marked:
+        raise SyncConflictError(
+            f"a merge started with git is waiting for a person: {', '.join(marked)}",
+            "both versions are in each file between <<<<<<< and >>>>>>> markers: edit them to "
+            "what should stay, save, and run vaultmem sync (it finishes the merge)",
+        )
+    if (git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists():
+        raise SyncConflictError(
+            "a git rebase is in progress in this vault",
+            "finish it (git rebase --continue) or stop it (git rebase --abort), then run "
+            "vaultmem sync",
+        )
+    from vaultmem.app.sync.git import git_tracked, who
+
+    with run.barrier():
+        children = worktree.state(run.vault, "git.pid")
+        worktree.stage_all(run.root, children)
+        git_tracked(run.root, children, *who(run.root), "commit", "--quiet", "--no-verify",
+                    "--no-edit")  # fmt: skip
+    run.notes.append("finished a merge left in the working tree, with the files as they were")
+
+
+def _has_markers(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(line.startswith(CONFLICT_MARKERS) for line in text.splitlines())
+
+
+def _fetch(run: _Run, name: str) -> None:
+    fetched = git(run.root, "fetch", "--quiet", "--no-tags", name, check=False, timeout=300)
+    if fetched.returncode != 0:
+        err = failure(["fetch", name], fetched)
+        if isinstance(err, OfflineError):
+            raise OfflineError(
+                f"cannot reach {name}: {(fetched.stderr.strip().splitlines() or ['?'])[-1]}",
+                "your changes are committed here; run vaultmem sync again when online",
+            )
+        raise err
+
+
 def _sync_locked(
-    vault: Vault,
-    root: Path,
+    run: _Run,
     remote: str | None,
     message: str | None,
     mode: str,
     progress: Callable[[int, int], None] | None,
 ) -> SyncReport:
+    vault, root = run.vault, run.root
     ensure_drivers(root)
-    _unfinished_merge(root)
-    ensure_attributes(root)
-    committed, text = commit_local(vault, root, message)
+    _recover(run)
     branch, upstream = _upstream(root, remote)
     if upstream is None:
+        with run.barrier():
+            run.commit(message)
         raise UnavailableError(
             "this vault's repository has no remote to sync with",
             "add one with: git remote add origin URL",
         )
     name = upstream.split("/", 1)[0]
     live = vault.rel(vault.live_context)
-    fetched = git(root, "fetch", "--quiet", name, check=False, timeout=300)
-    if fetched.returncode != 0:
-        if _OFFLINE.search(fetched.stderr):
-            raise OfflineError(
-                f"cannot reach {name}: {fetched.stderr.strip().splitlines()[-1]}",
-                "your changes are committed here; run vaultmem sync again when online",
-            )
-        raise VaultmemError(f"git fetch failed: {fetched.stderr.strip()[:400]}")
-    remote_exists = git(root, "rev-parse", "--verify", "--quiet", upstream, check=False)
-    before = git(root, "rev-parse", "HEAD").stdout.strip()
-    behind = _count(root, f"HEAD..{upstream}") if remote_exists.returncode == 0 else 0
-    entries_in = 0
-    if behind:
-        entries_in = sum(_log_entries_in(root, f"HEAD...{upstream}", live).values())
-        args = ["rebase", upstream] if mode == "rebase" else ["merge", "--no-edit", upstream]
-        merged = git(root, *_who(root), *args, check=False, timeout=600)
-        if merged.returncode != 0:
-            conflicts = git(root, "diff", "--name-only", "--diff-filter=U").stdout.split()
-            if not conflicts:
-                raise VaultmemError(
-                    f"git {args[0]} failed: {(merged.stderr or merged.stdout).strip()[:400]}",
-                    "run the same git command in the vault to see more",
-                )
-            raise SyncConflictError(
-                f"merging {upstream} needs a person: {', '.join(conflicts) or merged.stderr.strip()[:200]}",
-                "both versions are in each file between <<<<<<< and >>>>>>> markers: edit them, "
-                "then `git add` the files and `git commit` (or `git merge --abort`), and run "
-                "vaultmem sync again",
-            )
-    ahead = (
-        _count(root, f"{upstream}..HEAD") if remote_exists.returncode == 0 else _count(root, "HEAD")
-    )
-    entries_out = (
-        sum(_log_entries_in(root, f"{upstream}...HEAD", live).values())
-        if remote_exists.returncode == 0
-        else 0
-    )
-    if ahead:
-        pushed = git(root, "push", "--quiet", name, f"HEAD:{branch}", check=False, timeout=300)
-        if pushed.returncode != 0:
-            if _OFFLINE.search(pushed.stderr):
+    before = rev(root, "HEAD")
+    pushed = entries_out = 0
+    for attempt in range(PUSH_TRIES):
+        try:
+            _fetch(run, name)
+            stage("fetch")
+        except OfflineError:
+            with run.barrier():
+                run.commit(message)
+            raise
+        with run.barrier():
+            run.commit(message)
+        head = rev(root, "HEAD")
+        theirs = rev(root, upstream)
+        if head is not None and theirs is not None and not is_ancestor(root, theirs, head):
+            _take(run, head, theirs, mode, message, live)
+        head = rev(root, "HEAD")
+        if head is None:
+            return _report(run, before, 0, 0, progress)
+        theirs = rev(root, upstream)
+        ahead = count(root, f"{upstream}..HEAD") if theirs else count(root, "HEAD")
+        if not ahead:
+            break
+        entries_out = (
+            sum(log_entries_in(root, live, f"{upstream}...HEAD").values()) if theirs else 0
+        )
+        proc = git(root, "push", "--quiet", name, f"HEAD:{branch}", check=False, timeout=300)
+        stage("push")
+        if proc.returncode == 0:
+            pushed = ahead
+            git(root, "update-ref", f"refs/remotes/{upstream}", "HEAD", check=False)
+            break
+        if not REJECTED.search(proc.stderr):
+            err = failure(["push", name], proc)
+            if isinstance(err, OfflineError):
                 raise OfflineError(
-                    f"cannot reach {name}: {pushed.stderr.strip().splitlines()[-1]}",
+                    f"cannot reach {name}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}",
                     "your changes are committed here; run vaultmem sync again when online",
                 )
-            raise VaultmemError(
-                f"git push failed: {pushed.stderr.strip()[:400]}",
-                "another machine pushed meanwhile: run vaultmem sync again",
-            )
-    if not (committed or behind or ahead):
-        return SyncReport("nothing")
-    changed = before != git(root, "rev-parse", "HEAD").stdout.strip()
-    report = _after_pull(vault, progress) if changed or committed else ({}, True, ())
-    index, ok, problems = report
-    return SyncReport(
+            raise err
+        # another machine pushed between our fetch and our push: fetch, merge, try again
+        time.sleep(min(0.2 * 2**attempt, 3.0) * (0.5 + random.random()))
+    else:
+        raise LockTimeoutError(
+            f"the remote moved on during each of {PUSH_TRIES} pushes (other machines syncing)",
+            "your changes are committed and merged here; run vaultmem sync again",
+        )
+    return _report(run, before, pushed, entries_out, progress)
+
+
+def _take(run: _Run, head: str, theirs: str, mode: str, message: str | None, live: str) -> None:
+    """Merge the remote's `theirs` into `head` and move the working tree there."""
+    from vaultmem.core.templates import template
+
+    root = run.root
+    base = git(root, "merge-base", head, theirs, check=False).stdout.strip() or None
+    changes = check_tree(root, theirs, base, template("gitattributes"))
+    run.trust += [t for t in trust_report(changes) if t not in run.trust]
+    run.pulled += count(root, f"{head}..{theirs}")
+    run.entries_in += sum(log_entries_in(root, live, f"{head}...{theirs}").values())
+    merged = merge(root, head, theirs, mode, run.conflicts)
+    stage("merge")
+    for _ in range(3):
+        with run.barrier():
+            later = run.commit(message)
+            target = merged
+            if later is not None:
+                target = merge(root, later.sha, merged, "merge", run.conflicts)
+            now = rev(root, "HEAD")
+            assert now is not None
+            try:
+                run.notes += worktree.move_tree(run.vault, root, now, target)
+                run.moved = True
+            except worktree.MovePutOff as exc:
+                run.notes.append(f"waited: {exc}")
+            else:
+                # a merge that arrived already holding markers (another machine's conflict)
+                names = git(root, "diff", "--name-only", now, target).stdout.split("\n")
+                run.conflicts += [
+                    n for n in names if n and n not in run.conflicts and _has_markers(root / n)
+                ]
+                return
+        time.sleep(0.2)
+    run.notes.append("a file kept changing during the sync; its merge waits for the next sync")
+
+
+def _report(
+    run: _Run,
+    before: str | None,
+    pushed: int,
+    entries_out: int,
+    progress: Callable[[int, int], None] | None,
+) -> SyncReport:
+    vault, root = run.vault, run.root
+    open_conflicts = _open_conflicts(run)
+    changed = before != rev(root, "HEAD")
+    if not (run.committed or changed or pushed):
+        if open_conflicts:
+            _raise_conflicts(open_conflicts, SyncReport("nothing"))
+        return SyncReport("nothing", notes=tuple(run.notes))
+    index, ok, problems = _after_pull(vault, progress)
+    from vaultmem.nexus.trust import pending
+
+    waiting = tuple(f"waiting for vaultmem trust accept: {line}" for line in pending(vault))
+    report = SyncReport(
         "synced",
-        committed=committed,
-        message=text,
-        pulled=behind,
-        pushed=ahead,
-        entries_in=entries_in,
+        committed=run.committed.sha if run.committed else None,
+        message=run.committed.message if run.committed else None,
+        pulled=run.pulled,
+        pushed=pushed,
+        entries_in=run.entries_in,
         entries_out=entries_out,
         verify_ok=ok,
         problems=problems,
         index=index,
+        notes=tuple(run.notes),
+        trust=tuple(run.trust) + waiting,
+        skipped=tuple(run.skipped),
+        conflicts=tuple(open_conflicts),
     )
+    if open_conflicts:
+        _raise_conflicts(open_conflicts, report)
+    return report
 
 
-def _unfinished_merge(root: Path) -> None:
-    if (root / ".git" / "MERGE_HEAD").exists() or (root / ".git" / "rebase-merge").exists():
-        conflicts = git(root, "diff", "--name-only", "--diff-filter=U").stdout.split()
-        raise SyncConflictError(
-            "an earlier merge is not finished" + (f": {', '.join(conflicts)}" if conflicts else ""),
-            "resolve the files, `git add` them and `git commit`, then run vaultmem sync again",
-        )
+def _open_conflicts(run: _Run) -> list[str]:
+    """Files a merge wrote both versions into (this sync's, and earlier syncs' still marked)."""
+    from vaultmem.core.fsio import atomic_write
+
+    path = worktree.state(run.vault, "conflicts.json")
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        earlier = []
+    known = [p for p in dict.fromkeys([*earlier, *run.conflicts]) if isinstance(p, str)]
+    still = [p for p in known if _has_markers(run.root / p)]
+    if still or earlier:
+        atomic_write(path, json.dumps(still))
+    return still
+
+
+def _raise_conflicts(files: list[str], report: SyncReport) -> None:
+    err = SyncConflictError(
+        f"merging needs a person: {', '.join(files)}",
+        "both versions are in each file between <<<<<<< and >>>>>>> markers (nothing was "
+        "dropped): edit them to what should stay, then run vaultmem sync",
+    )
+    err.report = report  # type: ignore[attr-defined]
+    raise err
 
 
 def _after_pull(
@@ -402,41 +482,35 @@ def status(vault: Vault, *, remote: str | None = None, fetch: bool = True) -> Sy
         for line in git(root, "status", "--porcelain").stdout.splitlines()
         if line.strip()
     )
-    has_up = bool(upstream) and git(root, "rev-parse", "--verify", "--quiet", upstream or "",
-                                    check=False).returncode == 0  # fmt: skip
-    ahead = _count(root, f"{upstream}..HEAD") if has_up else _count(root, "HEAD")
-    behind = _count(root, f"HEAD..{upstream}") if has_up else 0
+    has_up = bool(upstream) and rev(root, upstream or "") is not None
+    ahead = count(root, f"{upstream}..HEAD") if has_up else count(root, "HEAD")
+    behind = count(root, f"HEAD..{upstream}") if has_up else 0
     live = vault.rel(vault.live_context)
-    base = f"{upstream}" if has_up else None
-    unsynced = sum(_log_entries_in(root, base, live).values()) if base else 0
+    unsynced = sum(log_entries_in(root, live, f"{upstream}").values()) if has_up else 0
     return SyncStatus(branch, upstream, ahead, behind, changed, unsynced, fetched)
 
 
-# --- new repositories and new machines ----------------------------------------------------------
-
-
-def init_git(vault: Vault) -> str:
-    """Make the vault a git repository (if it is not in one), with the merge drivers and a
-    first commit; returns what was done."""
-    proc = git(vault.root, "rev-parse", "--show-toplevel", check=False)
-    if proc.returncode == 0:
-        ensure_drivers(Path(proc.stdout.strip()))
-        return "already a git repository; merge drivers registered"
-    git(vault.root, "init", "--quiet")
-    ensure_drivers(vault.root)
-    commit_local(vault, vault.root, "vaultmem: a new vault")
-    return "git repository created with a first commit"
-
-
-def clone(url: str, dest: Path) -> Vault:
-    """`git clone` a vault, register the merge drivers; the caller makes this machine's keys."""
-    if dest.exists() and any(dest.iterdir()):
-        raise UsageError(f"{dest} is not empty", "clone into a new folder")
-    proc = git(dest.parent if dest.parent.exists() else Path.cwd(), "clone", "--quiet", url,
-               str(dest), check=False, timeout=600)  # fmt: skip
-    if proc.returncode != 0:
-        if _OFFLINE.search(proc.stderr):
-            raise OfflineError(f"cannot reach {url}", "check the address and the network")
-        raise VaultmemError(f"git clone failed: {proc.stderr.strip()[:400]}")
-    ensure_drivers(dest)
-    return Vault.open(dest)
+def watch(
+    vault: Vault,
+    *,
+    interval: float,
+    remote: str | None = None,
+    rounds: int | None = None,
+    report: Callable[[SyncReport | VaultmemError], None] | None = None,
+) -> int:
+    """`sync --watch`: a sync every `interval` seconds until interrupted (or `rounds` done);
+    an offline remote or a busy repository is reported and retried, never fatal."""
+    done = 0
+    while rounds is None or done < rounds:
+        started = time.monotonic()
+        try:
+            result: SyncReport | VaultmemError = sync(vault, remote=remote)
+        except (OfflineError, LockTimeoutError, SyncConflictError) as exc:
+            result = exc
+        if report is not None:
+            report(result)
+        done += 1
+        if rounds is not None and done >= rounds:
+            break
+        time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    return done

@@ -1,0 +1,251 @@
+"""Work a hook hands to a detached process: the turn never waits for it.
+
+- `detach(event, args, payload)`: `hook stop` and `hook pre-compact` (the checkpoint from the
+  transcript's tail) run after the runtime has its answer. The command line has what setup
+  writes (`--vault`, `--agent`); the payload goes to the child through a file under
+  `.vaultmem/spool/` that is unlinked as soon as the child has it open, and the child is
+  `python -m vaultmem.app.hooks.background EVENT --vault V --agent A`, which runs the hook
+  in-line (`app.hooks.run`) with that file as its stdin. Decided with `os` alone, before
+  vaultmem loads, so the hook the runtime waits for costs about one Python start-up.
+- `start_sync(vault)`: on a vault in a git repository with a remote, a detached
+  `python -m vaultmem sync --vault ROOT` (stdin and stdout to /dev/null, stderr appended to
+  `.vaultmem/sync/background.log`, a new session, never waited for), at most once per
+  `[sync] interval` (the stamp `.vaultmem/sync/started`, its mtime on the wall clock) and
+  never while a sync holds `.vaultmem/locks/sync.lock`. The session-start and stop hooks call
+  it, and so may anything else that writes (it returns at once).
+"""
+
+# os.path, not pathlib, in the part that runs before vaultmem loads (see app/hooks/quick.py)
+# ruff: noqa: PTH100, PTH103, PTH108, PTH110, PTH111, PTH112, PTH113, PTH114, PTH116, PTH118, PTH120
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vaultmem.core.vault import Vault
+
+DETACHED = ("stop", "pre-compact")  # the events whose work can wait for the turn to end
+SYNC_DIR = "sync"
+SYNC_STAMP = "started"
+SYNC_LOG = "background.log"
+LOG_MAX_BYTES = 1 << 20
+
+
+def _popen_detached(argv: list[str], *, stdin: int | None, stderr: int | None, cwd: str) -> bool:
+    """Start `argv` in a new session with `stdin` / `stderr` (fds; None: /dev/null), stdout
+    to /dev/null, and never wait for it. `os.posix_spawn` where there is one: importing
+    `subprocess` alone costs about half a Python start-up, on a hook the turn waits for."""
+    if hasattr(os, "posix_spawn"):
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            actions = [
+                (os.POSIX_SPAWN_DUP2, null if stdin is None else stdin, 0),
+                (os.POSIX_SPAWN_DUP2, null, 1),
+                (os.POSIX_SPAWN_DUP2, null if stderr is None else stderr, 2),
+            ]
+            # the child inherits this environment whole, as subprocess would (env=None):
+            # nothing is read from it here. It takes the vault by absolute path, so the
+            # folder it starts in does not matter (`cwd` is for the fallback)
+            os.posix_spawn(argv[0], argv, os.environ, file_actions=actions, setsid=True)
+        except OSError:
+            return False
+        finally:
+            os.close(null)
+        return True
+    import subprocess
+
+    try:
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL if stderr is None else stderr,
+            cwd=cwd,
+            start_new_session=True,  # outlives the hook and the runtime's timeout, no signals
+            close_fds=True,
+        )
+    except OSError:
+        return False
+    return True
+
+
+# --- the detached hook ------------------------------------------------------------------------
+
+
+def detach(event: str, args: list[str], payload: str) -> bool:
+    """Hand `hook EVENT ARGS` with `payload` to a detached child; False when this cannot be
+    done safely (then the hook runs in-line, as before). `args` must be exactly what setup
+    writes: `--vault V --agent A` (either order, `=` or not), nothing else."""
+    if event not in DETACHED:
+        return False
+    from vaultmem.app.hooks.quick import _options
+
+    opts = _options(args)
+    if opts is None or not _worth_it(payload):
+        return False
+    root = os.path.abspath(os.path.expanduser(opts["vault"]))
+    if not os.path.isfile(os.path.join(root, "vaultmem.toml")):
+        return False
+    from vaultmem.core.names import AGENT_NAME_RE
+
+    agent = opts["agent"]
+    if not AGENT_NAME_RE.fullmatch(agent) or not os.path.isdir(os.path.join(root, "agents", agent)):
+        return False  # an unknown agent: the hook fails here, where the runtime shows it
+    spool = os.path.join(root, ".vaultmem", "spool")
+    try:
+        if os.path.islink(os.path.join(root, ".vaultmem")) or os.path.islink(spool):
+            return False  # state never follows a link out of the vault
+        os.makedirs(spool, mode=0o700, exist_ok=True)
+        path = os.path.join(spool, f"{event}-{os.getpid()}-{time.monotonic_ns()}.json")
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
+        )
+        try:
+            os.write(fd, payload.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+        stdin = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        argv = [
+            sys.executable,
+            "-m",
+            "vaultmem.app.hooks.background",
+            event,
+            "--vault",
+            root,
+            "--agent",
+            opts["agent"],
+        ]
+        return _popen_detached(argv, stdin=stdin, stderr=None, cwd=root)
+    finally:
+        os.close(stdin)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # the child holds it open; nothing is left behind
+
+
+def _worth_it(payload: str) -> bool:
+    """A payload with a transcript to read: the work worth moving off the turn. Anything else
+    (empty, malformed, no transcript) is quick and reports its problem in-line."""
+    import json
+
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return False
+    path = data.get("transcript_path") if isinstance(data, dict) else None
+    return isinstance(path, str) and os.path.isfile(os.path.expanduser(path))
+
+
+def _run_inline(argv: list[str]) -> int:
+    """The detached child: run the hook in-line on this process's stdin (the spool file)."""
+    from pathlib import Path
+
+    from vaultmem.app.hooks.quick import _options, read_stdin
+    from vaultmem.app.hooks.run import run_hook
+
+    if not argv or argv[0] not in DETACHED:
+        return 2
+    opts = _options(argv[1:])
+    if opts is None:
+        return 2
+    payload = read_stdin(sys.stdin)
+    outcome = run_hook(argv[0], payload, vault_path=Path(opts["vault"]), agent=opts["agent"])
+    if outcome.after is not None:
+        outcome.after()
+    return 0
+
+
+# --- the background sync ----------------------------------------------------------------------
+
+
+def _git_remote(root: str) -> bool:
+    """Is `root` inside a git repository that has a remote? Read from `.git/config`, no git
+    process (a worktree's `.git` file, or anything unusual: no)."""
+    here = root
+    while True:
+        dot = os.path.join(here, ".git")
+        if os.path.isdir(dot):
+            try:
+                with open(os.path.join(dot, "config"), encoding="utf-8", errors="replace") as fh:
+                    return '[remote "' in fh.read(1 << 20)
+            except OSError:
+                return False
+        if os.path.exists(dot):
+            return False
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
+
+
+def sync_due(vault: Vault) -> bool:
+    """Would `start_sync` start one now (a git vault with a remote, the interval passed since
+    the last start, no sync running)?"""
+    from vaultmem.core.clock import parse_duration
+    from vaultmem.core.errors import VaultmemError
+
+    try:
+        interval = parse_duration(vault.config.sync.interval, "[sync] interval", allow_never=True)
+    except VaultmemError:
+        return False
+    if interval is None or not _git_remote(str(vault.root)):
+        return False
+    try:
+        stamp = vault.state(SYNC_DIR, SYNC_STAMP)
+    except VaultmemError:
+        return False
+    try:
+        age = time.time() - os.stat(stamp).st_mtime
+    except OSError:
+        age = None
+    if age is not None and 0 <= age < interval.total_seconds():
+        return False
+    from vaultmem.core.locking import lock_path, release, try_exclusive
+
+    try:
+        held = try_exclusive(lock_path(vault, "sync"))
+    except (OSError, VaultmemError):
+        return False
+    if held is None:
+        return False  # a sync is running on this machine
+    release(held)
+    return True
+
+
+def start_sync(vault: Vault) -> bool:
+    """Start a detached `vaultmem sync` of this vault when one is due (see `sync_due`); True
+    when one was started. Never raises, never waits."""
+    from vaultmem.core.errors import VaultmemError
+
+    try:
+        if not sync_due(vault):
+            return False
+        stamp = vault.state(SYNC_DIR, SYNC_STAMP)
+        log = vault.state(SYNC_DIR, SYNC_LOG)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+        os.utime(stamp)  # the stamp first: a second hook in the same instant starts nothing
+        if log.exists() and log.stat().st_size > LOG_MAX_BYTES:
+            os.replace(log, log.with_name(SYNC_LOG + ".1"))
+        err = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except (OSError, VaultmemError):
+        return False
+    try:
+        argv = [sys.executable, "-m", "vaultmem", "sync", "--vault", str(vault.root)]
+        return _popen_detached(argv, stdin=None, stderr=err, cwd=str(vault.root))
+    finally:
+        os.close(err)
+
+
+if __name__ == "__main__":
+    # below the runtime and the hook it waits for: on a busy machine this work yields the CPU
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(10)
+    raise SystemExit(_run_inline(sys.argv[1:]))

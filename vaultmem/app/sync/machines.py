@@ -1,0 +1,64 @@
+"""New repositories and new machines: `init --git` and `clone`, checked like any sync."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vaultmem.app.sync import worktree
+from vaultmem.app.sync.git import OfflineError, failure, git, rev
+from vaultmem.app.sync.incoming import check_tree
+from vaultmem.app.sync.pipeline import ensure_drivers, ensure_template_lines
+from vaultmem.core.errors import UsageError
+from vaultmem.core.vault import Vault
+
+
+def init_git(vault: Vault) -> str:
+    """Make the vault a git repository (if it is not in one), with the merge drivers and a
+    first commit; returns what was done."""
+    proc = git(vault.root, "rev-parse", "--show-toplevel", check=False)
+    if proc.returncode == 0:
+        ensure_drivers(Path(proc.stdout.strip()))
+        return "already a git repository; merge drivers registered"
+    git(vault.root, "init", "--quiet")
+    ensure_drivers(vault.root)
+    ensure_template_lines(vault.root, "gitattributes")
+    ensure_template_lines(vault.root, "gitignore")
+    worktree.commit_all(vault, vault.root, "vaultmem: a new vault")
+    return "git repository created with a first commit"
+
+
+def clone(url: str, dest: Path) -> Vault:
+    """`git clone` a vault with nothing checked out, check its tree like any incoming commit
+    (refused, and the folder removed, when it tracks local state or links), then check it out
+    with this clone's local settings; the caller makes this machine's keys."""
+    import shutil
+
+    from vaultmem.app.sync.incoming import IncomingRefusedError
+    from vaultmem.core.templates import template
+
+    if dest.exists() and any(dest.iterdir()):
+        raise UsageError(f"{dest} is not empty", "clone into a new folder")
+    made = not dest.exists()
+    parent = dest.parent if dest.parent.exists() else Path.cwd()
+    proc = git(parent, "clone", "--quiet", "--no-checkout", "-c", "core.symlinks=false", url,
+               str(dest), check=False, timeout=600)  # fmt: skip
+    if proc.returncode != 0:
+        err = failure(["clone", url], proc)
+        if isinstance(err, OfflineError):
+            raise OfflineError(f"cannot reach {url}", "check the address and the network")
+        raise err
+    head = rev(dest, "HEAD")
+    try:
+        if head is not None:
+            check_tree(dest, head, None, template("gitattributes"))
+    except IncomingRefusedError:
+        if made:
+            shutil.rmtree(dest, ignore_errors=True)
+        else:
+            for child in dest.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        raise
+    ensure_drivers(dest)
+    if head is not None:
+        git(dest, "checkout", "--quiet", "--force", "HEAD", "--", ".")
+    return Vault.open(dest)

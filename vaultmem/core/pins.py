@@ -1,0 +1,128 @@
+"""This machine's trust pins of a vault's security settings (docs/FORMAT.md, "Trust pins").
+
+This machine pins, per vault, the security settings it enforces (and, through nexus/trust.py,
+the reviewers' public keys and each agent's first key): trust on first use, like SSH's
+known_hosts. A change in vaultmem.toml (a remote's or an edit) that loosens them takes effect
+only when a person on this machine runs `vaultmem trust accept`; one that tightens them takes
+effect at once (it cannot help an attacker). Reading the pins is one small JSON read, on every
+command's path (`config.load_config`): no cryptography, nothing else imported.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from vaultmem.core.config import Config, home_dir
+from vaultmem.core.errors import ConfigError
+
+PINS_VERSION = 1
+
+
+def pins_path(root: Path) -> Path:
+    """`VAULTMEM_HOME/trust/<digest of the vault root's real path>.json`."""
+    import hashlib
+
+    real = str(root.resolve()).encode("utf-8", "surrogateescape")
+    return home_dir() / "trust" / f"{hashlib.sha256(real).hexdigest()[:32]}.json"
+
+
+def security_of(config: Config) -> dict[str, Any]:
+    """The settings a machine pins, as they are stored in the pin file."""
+    return {
+        "require_signatures": config.log.require_signatures,
+        "secrets_policy": config.secrets.policy,
+        "reviewers": list(config.reviewers),
+        "agents": list(config.agents),
+    }
+
+
+def read_pins(root: Path) -> dict[str, Any] | None:
+    """This machine's pins for the vault at `root`, or None when it has none yet."""
+    path = pins_path(root)
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot read this machine's trust pins {path}: {exc}",
+            "remove the file to pin the vault's current settings again (trust on first use)",
+        ) from None
+    ok = (
+        isinstance(data, dict)
+        and data.get("v") == PINS_VERSION
+        and isinstance(data.get("settings"), dict)
+    )
+    if not ok:
+        raise ConfigError(
+            f"this machine's trust pins {path} are not in a known form",
+            "remove the file to pin the vault's current settings again (trust on first use)",
+        )
+    return dict(data)
+
+
+def write_pins(root: Path, data: dict[str, Any], *, create: bool = False) -> bool:
+    """Write the pin file (mode 0600, folder 0700). `create`: only when there is none yet
+    (False when another process pinned first)."""
+    from vaultmem.core.fsio import atomic_write, create_private
+
+    path = pins_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    raw = (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8")
+    if create:
+        return create_private(path, raw)
+    atomic_write(path, raw, mode=0o600)
+    return True
+
+
+def first_pins(root: Path, config: Config) -> dict[str, Any]:
+    """What a machine pins the first time it sees a vault (the keys are pinned by
+    nexus/trust.py the first time keys are judged)."""
+    from vaultmem.core.clock import stamp
+
+    return {
+        "v": PINS_VERSION,
+        "root": str(root.resolve()),
+        "pinned_at": stamp(),
+        "settings": security_of(config),
+    }
+
+
+def effective(config: Config, root: Path) -> Config:
+    """`config` with the security settings this machine enforces: the pinned ones, or the
+    stricter of pinned and current (signatures required if either requires them, `refuse` if
+    either refuses, only reviewers and agents that both list). First use pins `config`."""
+    from dataclasses import replace
+
+    pins = read_pins(root)
+    if pins is None:
+        try:
+            write_pins(root, first_pins(root, config), create=True)
+        except (OSError, ConfigError):
+            return config  # a read-only home: nothing pinned, the files as they are
+        pins = read_pins(root) or {}
+    pinned = pins.get("settings", {})
+    if security_of(config) == pinned:
+        return config
+    require = config.log.require_signatures or pinned.get("require_signatures") is not False
+    policy = (
+        "refuse"
+        if "refuse" in (config.secrets.policy, pinned.get("secrets_policy"))
+        else (config.secrets.policy)
+    )
+
+    def both(current: tuple[str, ...], key: str) -> tuple[str, ...]:
+        listed = pinned.get(key)
+        allowed = set(listed) if isinstance(listed, list) else set()
+        return tuple(n for n in current if n in allowed)
+
+    return replace(
+        config,
+        log=replace(config.log, require_signatures=require),
+        secrets=replace(config.secrets, policy=policy),
+        reviewers=both(config.reviewers, "reviewers"),
+        agents=both(config.agents, "agents"),
+        default_reviewer=config.default_reviewer,
+    )
