@@ -236,7 +236,9 @@ def test_symlinks_never_lead_out_of_the_vault(vault: Path, tmp_path: Path) -> No
     problems = _problems(vault)
     assert problems["wiki/link.md"] == "symlink-outside"
     assert problems["wiki/linkdir"] == "symlink-outside"
-    assert "wiki/inside-link.md" in manifest.walk(_v(vault))[0]
+    # a link inside the vault is not indexed: its target is, under its own path and owner
+    assert "wiki/inside-link.md" not in manifest.walk(_v(vault))[0]
+    assert "wiki/Glossary.md" in manifest.walk(_v(vault))[0]
 
 
 # --- a broken index is rebuilt ------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._cli import run_cli
+from tests._cli import copy_example, run_cli
 from tests._fake_anthropic import (
     FakeAnthropic,
     error_reply,
@@ -17,7 +17,7 @@ from tests._fake_anthropic import (
     text_reply,
     tool_call_reply,
 )
-from tests._layer3_helpers import set_toml
+from tests._layer3_helpers import make_keys, set_toml
 from vaultmem.bank import retain, review
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts
@@ -25,6 +25,15 @@ from vaultmem.memory import facts
 __all__ = ["fake_anthropic"]  # the fixture, imported for pytest
 
 LINK = re.compile(r"\[\[([^\]|]+)\|([^\]]+)\]\]")
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """A copy of example-vault with the agents' keys on this machine: a profile is signed
+    like a digest, and `read` shows only one that verifies."""
+    root = copy_example(tmp_path / "vault")
+    make_keys(root)
+    return root
 
 
 def profile(vault: Path, *args: str) -> object:

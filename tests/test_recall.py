@@ -225,11 +225,13 @@ def test_explain_lists_what_contributed(vault: Path) -> None:
 
 
 def test_log_entries_and_decisions_are_one_document_each(vault: Path) -> None:
-    from vaultmem.nexus import log, signing
+    from tests._layer3_helpers import make_keys
+    from vaultmem.nexus import log
     from vaultmem.nexus.decisions import decide
 
-    v = _v(vault)
-    signing.create_key(v, "ella")
+    # a copy of example-vault: a person approves the new key (an unapproved key's entries
+    # fail verification, and recall leaves them out)
+    v = make_keys(vault, "ella")
     log.append(v, "ella", "Deployed the wombat service", channel="ops", body="all green")
     log.append(v, "ella", "Unrelated note about lunch", channel="general")
     first = decide(v, "ella", "Use wombat queues", why="they are simple")

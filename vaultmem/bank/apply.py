@@ -176,11 +176,11 @@ def apply(
         if not dry_run:
             recover(vault)
         for path, _owner in store.bank_files(vault):
-            quick = store.read_quick(path)
+            quick = store.read_quick(vault, path)
             if quick is None or quick[0].get("status") not in ("approved", "rejected"):
                 continue
             try:
-                note = notes.require_ok(notes.read(path), path)
+                note = notes.require_ok(vault.read_note(path), path)
                 one = _plan(vault, path, note, who)
             except VaultmemError as exc:
                 problems.append(ApplyProblem(vault.rel(path), quick[0].get("id", ""), str(exc)))

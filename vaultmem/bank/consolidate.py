@@ -93,7 +93,7 @@ def members(vault: Vault, agent: str | None) -> dict[str | None, list[Member]]:
         if owner is not None and owner != agent:
             continue
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
         except Exception:  # a broken note is for `status` to report, not a reason to stop
             continue
         meta = note.meta

@@ -13,7 +13,7 @@ from vaultmem.bank.model import (
 )
 from vaultmem.bank.review_page import refresh_review_page
 from vaultmem.bank.store import bank_files, bank_lock, read_quick, set_status
-from vaultmem.core import clock, notes
+from vaultmem.core import clock
 from vaultmem.core.errors import IntegrityError, UsageError
 from vaultmem.core.vault import Vault
 
@@ -37,7 +37,7 @@ def prune(
     expired = []
     with bank_lock(vault):
         for path, _owner in bank_files(vault, agent):
-            quick = read_quick(path)
+            quick = read_quick(vault, path)
             if quick is None or quick[0].get("status", "pending") != "pending":
                 continue
             meta = quick[0]
@@ -57,7 +57,7 @@ def prune(
                 "updated": clock.stamp(),
             }
             if dry_run:
-                note = notes.read(path)
+                note = vault.read_note(path)
                 if note.ok:
                     expired.append(fact_from_note(vault, path, note))
                 continue

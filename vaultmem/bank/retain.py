@@ -183,7 +183,7 @@ def retain_many(
         candidates = memory_candidates(vault, agent, include_inactive=True)
         candidates += bank_candidates(vault, agent)
         taken = {c.match.id for c in candidates} | {
-            (read_quick(p) or ({}, ""))[0].get("id", "") for p, _a in bank_files(vault)
+            (read_quick(vault, p) or ({}, ""))[0].get("id", "") for p, _a in bank_files(vault)
         }
         stamp = clock.stamp()
         planned: list[Planned] = []

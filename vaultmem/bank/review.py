@@ -235,7 +235,7 @@ def recover(vault: Vault) -> list[str]:
         done += facts.recover(vault)
     made: dict[str, tuple[Path, notes.Note]] = {}
     for note_path, _owner in facts.fact_files(vault):
-        note = notes.read(note_path)
+        note = vault.read_note(note_path)
         if note.meta.get("source_bank_id"):
             made[str(note.meta["source_bank_id"])] = (note_path, note)
     for record_path, data in steps:
@@ -443,7 +443,7 @@ def edit(
             head + body, {"edited_by": who, "updated": clock.stamp()}, path=path
         )
         atomic_write(path, new)
-        after = model.fact_from_note(vault, path, notes.read(path))
+        after = model.fact_from_note(vault, path, vault.read_note(path))
     return Decision("edited", after, who)
 
 

@@ -53,7 +53,8 @@ def bank_files(vault: Vault, agent: str | None = None) -> Iterator[tuple[Path, s
         folder = vault.bank_dir(name)
         if folder.is_dir():
             for path in sorted(folder.glob("*.md")):
-                if not path.name.startswith("."):
+                # a link is never a bank note: its owner would be where it points
+                if not path.name.startswith(".") and not path.is_symlink():
                     yield path, name
 
 
@@ -74,9 +75,9 @@ def quick_meta(text: str) -> tuple[dict[str, str], str] | None:
     return found, body
 
 
-def read_quick(path: Path) -> tuple[dict[str, str], str] | None:
+def read_quick(vault: Vault, path: Path) -> tuple[dict[str, str], str] | None:
     try:
-        return quick_meta(read_text(path, what="bank note"))
+        return quick_meta(vault.read_text(path, what="bank note"))
     except (OSError, VaultmemError):
         return None
 
@@ -88,7 +89,7 @@ def list_bank(
     out = []
     for path, _owner in bank_files(vault, agent):
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
         except VaultmemError:
             continue
         if not note.ok:
@@ -108,7 +109,7 @@ def find_bank(vault: Vault, ref: str) -> tuple[Path, notes.Note]:
         if ref in (rel, rel.removesuffix(".md"), path.stem):
             hits.append(path)
             continue
-        quick = read_quick(path)
+        quick = read_quick(vault, path)
         if quick is not None and quick[0].get("id") == ref:
             hits.append(path)
     if not hits:
@@ -119,7 +120,7 @@ def find_bank(vault: Vault, ref: str) -> tuple[Path, notes.Note]:
         listed = ", ".join(vault.rel(p) for p in hits)
         raise UsageError(f"{ref!r} matches several bank facts: {listed}", "pass the id instead")
     path = hits[0]
-    return path, notes.require_ok(notes.read(path), path)
+    return path, notes.require_ok(vault.read_note(path), path)
 
 
 def pending_for_read(
@@ -141,7 +142,7 @@ def _scan_pending(
     q = signature(query, vault.config.language).words if query else frozenset()
     found: list[tuple[float, str, int, PendingFact]] = []
     for order, (path, _owner) in enumerate(bank_files(vault, agent)):
-        quick = read_quick(path)
+        quick = read_quick(vault, path)
         if quick is None:
             continue
         meta, body = quick
@@ -176,7 +177,7 @@ def pending_count(vault: Vault, agent: str | None = None, *, today: date | None 
     day = today or clock.today()
     count = 0
     for path, _owner in bank_files(vault, agent):
-        quick = read_quick(path)
+        quick = read_quick(vault, path)
         if quick is None:
             continue
         meta = quick[0]
@@ -218,4 +219,4 @@ def set_status(
             "list the queue with: vaultmem promote list",
         )
     atomic_write(path, notes.set_frontmatter(old, updates, path=path))
-    return fact_from_note(vault, path, notes.read(path))
+    return fact_from_note(vault, path, vault.read_note(path))

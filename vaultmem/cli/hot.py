@@ -166,6 +166,8 @@ def inbox(*, vault: Path | None, agent: str | None, as_json: bool) -> None:
 
     v = open_vault(vault)
     view = do_inbox(v, agent or "")
+    if view.note:
+        warn(view.note)  # open items left out: they fail verification
     if as_json:
         emit_json(view.to_dict())
     elif not view.items:

@@ -43,10 +43,11 @@ def device_id(*, create: bool = True) -> str | None:
     return made
 
 
-def memo_secret() -> bytes | None:
+def memo_secret(*, create: bool = True) -> bytes | None:
     """A 32-byte secret kept next to the private keys (made on first use), which keys the
     memo of checked signatures: an agent that can write the vault, but not VAULTMEM_HOME,
-    cannot add a line that makes a forged entry pass. None when VAULTMEM_HOME is not writable.
+    cannot add a line that makes a forged entry pass. None when VAULTMEM_HOME is not writable,
+    or when it does not exist yet and `create` is False (`read` writes nothing there).
     """
     path = config.home_dir() / "memo.key"
     for _ in range(2):
@@ -56,7 +57,8 @@ def memo_secret() -> bytes | None:
                 return raw
             return None  # damaged: no memo, every signature is checked
         except FileNotFoundError:
-            pass
+            if not create:
+                return None
         except OSError:
             return None
         made = secrets.token_bytes(32)

@@ -291,6 +291,11 @@ def read_text(path: Path, *, what: str = "file") -> str:
         raise
     except OSError as exc:
         raise VaultmemError(f"cannot read {path}: {exc.strerror}", "check its permissions") from exc
+    return decode_text(data, path, what)
+
+
+def decode_text(data: bytes, path: Path, what: str) -> str:
+    """UTF-8 text of a file's bytes; not UTF-8 is an IntegrityError naming the file."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

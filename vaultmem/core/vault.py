@@ -1,7 +1,10 @@
 """The vault: how it is found, where things live in it, and the one safe-path function.
 
 Every path vaultmem writes goes through `Vault.path()`, which refuses absolute names, `..`,
-NUL bytes and symlinks that lead out of the vault.
+NUL bytes and symlinks that lead out of the vault. Every vault file vaultmem reads for a pack, a
+hook, recall, `show`, MCP or an LLM request goes through `Vault.open_inside()` (and the
+`read_bytes` / `read_text` / `read_note` built on it): the same check, on the file itself, so a
+committed link to `/etc/shadow` is refused (`LinkOutsideVaultError`, exit 8) and never opened.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import stat
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, BinaryIO
 
 from vaultmem.core.config import CONFIG_NAME, Config, load_config
 from vaultmem.core.errors import (
@@ -18,9 +22,36 @@ from vaultmem.core.errors import (
     ReviewRefusedError,
     UnknownAgentError,
     UsageError,
+    VaultmemError,
     VaultNotFoundError,
 )
 from vaultmem.core.names import AGENT_NAME_RE
+
+if TYPE_CHECKING:
+    from vaultmem.core.notes import Note
+
+# no-follow: a link swapped in after the check is not followed; non-blocking: a fifo is not
+# waited on (it is then refused as not a regular file)
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
+
+
+class LinkOutsideVaultError(PathOutsideVaultError):
+    """A vault file is a symlink (or sits under one) whose target is outside the vault, or is
+    not a regular file: it is never read. Readers that build a pack skip it and say so."""
+
+    def __init__(self, rel: str, target: str, why: str | None = None) -> None:
+        super().__init__(
+            f"{rel} {why or f'is a symlink to {target}, outside the vault'}: not read",
+            f"replace the link with a real file (rm {rel}); `vaultmem status` lists such links",
+        )
+        self.rel = rel
+        self.target = target
+
 
 STATE_DIR = ".vaultmem"
 
@@ -108,6 +139,60 @@ class Vault:
                 "vaultmem never writes outside the vault; replace the symlink with a folder",
             )
         return candidate
+
+    def inside(self, path: Path) -> bool:
+        """Whether `path`, every link on the way (and the file itself) resolved, is in the vault."""
+        real = os.path.realpath(path)
+        root = str(self.real_root)
+        return real == root or real.startswith(root + os.sep)
+
+    def open_inside(self, path: Path) -> BinaryIO:
+        """Open a vault file for reading through the one inside-the-vault check.
+
+        The file's real location (links resolved, chains too) must be inside the vault and a
+        regular file; it is opened at that real location with no-follow semantics, so a link
+        swapped in after the check is not followed either. Otherwise `LinkOutsideVaultError`
+        (exit 8), naming the file and where it leads; FileNotFoundError when it does not exist.
+        """
+        real = os.path.realpath(path)
+        root = str(self.real_root)
+        if real != root and not real.startswith(root + os.sep):
+            raise LinkOutsideVaultError(self.rel_unresolved(path), real)
+        fd = os.open(real, _READ_FLAGS)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                rel = self.rel_unresolved(path)
+                raise LinkOutsideVaultError(rel, real, f"is not a regular file ({real})")
+            return os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def read_bytes(self, path: Path, limit: int | None = None) -> bytes:
+        """A vault file's bytes (at most `limit + 1` when given, so a caller sees it was cut),
+        read through `open_inside`."""
+        with self.open_inside(path) as fh:
+            return fh.read() if limit is None else fh.read(limit + 1)
+
+    def read_text(self, path: Path, *, what: str = "file") -> str:
+        """A vault file as UTF-8 text through `open_inside`; not UTF-8 is an IntegrityError."""
+        from vaultmem.core.fsio import decode_text
+
+        try:
+            data = self.read_bytes(path)
+        except (FileNotFoundError, PathOutsideVaultError):
+            raise
+        except OSError as exc:
+            raise VaultmemError(
+                f"cannot read {path}: {exc.strerror}", "check its permissions"
+            ) from exc
+        return decode_text(data, path, what)
+
+    def read_note(self, path: Path) -> Note:
+        """A frontmatter note read through `open_inside`."""
+        from vaultmem.core import notes
+
+        return notes.parse(self.read_text(path, what="note"))
 
     def state(self, *parts: str) -> Path:
         """A path under `.vaultmem/`, vaultmem's local state, checked like every other path:

@@ -104,11 +104,9 @@ def decisions_text(vault: Vault) -> str:
 
 
 def file_text(vault: Vault, rel: str) -> str:
-    from vaultmem.core.fsio import read_text
-
     path = vault.path(rel)
     try:
-        return read_text(path, what=rel)
+        return vault.read_text(path, what=rel)
     except FileNotFoundError:
         return f"({rel} does not exist yet)"
 

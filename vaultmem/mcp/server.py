@@ -200,10 +200,18 @@ def build_server(
 
         v = vault()
         me(v)
+        from vaultmem.nexus.shown import ShowCheck
+
         entries = reading_mod.log(
             v, tail=None if since else tail, since=since, agent=agent, channel=channel, type_=type
         )
-        return {"entries": [e.to_dict() for e in entries]}
+        check = ShowCheck(v)  # what fails verification is left out, and said (issue 20)
+        entries = check.genuine(entries)
+        check.save()
+        reply: dict[str, Any] = {"entries": [e.to_dict() for e in entries]}
+        if check.failed:
+            reply["not_verified"] = {"entries": check.failed, "note": check.note()}
+        return reply
 
     def recall(
         query: Annotated[
@@ -399,17 +407,26 @@ def build_server(
     def profile() -> dict[str, Any]:
         """The compact profile built from approved memory: the shared one and your own, as
         markdown (each line cites the memory it comes from), and whether it is stale."""
-        from vaultmem.app.condense.profile import read_profile, stale
+        from vaultmem.app.condense.profile import checked_profile, stale
 
         v = vault()
         agent = me(v)
-        out = {}
+        out: dict[str, Any] = {}
         for scope in (None, agent):
-            found = read_profile(v, scope)
-            if found is not None:
-                path, note = found
-                built = str(note.meta.get("sources") or "")
-                out[v.rel(path)] = {"markdown": note.body.strip(), "stale": stale(v, scope, built)}
+            found = checked_profile(v, scope)
+            if found is None:
+                continue
+            rel = v.rel(found.path)
+            if found.problem is not None:  # never shown as genuine (issue 20)
+                out[rel] = {
+                    "markdown": "",
+                    "stale": True,
+                    "not_verified": found.problem[0],
+                    "note": f"{found.problem[1]}; run `vaultmem verify`",
+                }
+                continue
+            stale_now = stale(v, scope, found.sources)
+            out[rel] = {"markdown": found.body.strip(), "stale": stale_now}
         return {"profiles": out}
 
     for fn, hints in (

@@ -194,8 +194,10 @@ def fact_files(vault: Vault) -> Iterator[tuple[Path, str | None]]:
     for folder, agent in folders:
         if folder.is_dir():
             for path in sorted(folder.glob("*.md")):
-                # MEMORY.md is the index, PROFILE.md the profile built from the facts
-                if path.name not in ("MEMORY.md", "PROFILE.md") and not path.name.startswith("."):
+                # MEMORY.md is the index, PROFILE.md the profile built from the facts; a link
+                # is never a fact (its folder would own it, not its target)
+                skip = path.name.startswith(".") or path.is_symlink()
+                if path.name not in ("MEMORY.md", "PROFILE.md") and not skip:
                     yield path, agent
 
 
@@ -206,7 +208,7 @@ def memories(
     out = []
     for path, _agent in fact_files(vault):
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
         except VaultmemError:
             continue
         if not note.ok:
@@ -228,10 +230,10 @@ def find_fact(vault: Vault, ref: str) -> tuple[Path, notes.Note]:
     for path, _agent in fact_files(vault):
         rel = vault.rel(path)
         if ref in (rel, rel.removesuffix(".md"), path.stem):
-            matches.append((path, notes.read(path)))
+            matches.append((path, vault.read_note(path)))
             continue
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
         except VaultmemError:
             continue
         if note.ok and str(note.meta.get("id")) == ref:
@@ -389,7 +391,7 @@ def write(
                 raise
             if old is not None:
                 _supersede(vault, old[0], old[1], fact_id, path, name, stamp)
-        return replace(_fact_from(vault, path, notes.read(path)), findings=tuple(found))
+        return replace(_fact_from(vault, path, vault.read_note(path)), findings=tuple(found))
 
 
 def _supersede(
@@ -434,7 +436,7 @@ def _recover_one(vault: Vault, data: dict[str, Any]) -> list[str]:
         return [f"undid a remember cut short: removed {rel} (it never got its MEMORY.md line)"]
     if data.get("supersedes"):
         old_path = vault.path(str(data["supersedes"]))
-        old = notes.read(old_path)
+        old = vault.read_note(old_path)
         if old.ok and old.meta.get("status") != "superseded":
             name = str(note.meta.get("name") or path.stem)
             _supersede(vault, old_path, old, data["id"], path, name, data["created"])
@@ -474,7 +476,7 @@ def mark_superseded(vault: Vault, ref: str, by: Fact) -> Fact:
             {"status": "superseded", "superseded_by": by.id, "updated": stamp},
             f"superseded by [[{by.path.removesuffix('.md')}|{by.name}]] on {stamp[:10]}",
         )
-        return _fact_from(vault, path, notes.read(path))
+        return _fact_from(vault, path, vault.read_note(path))
 
 
 def retract(vault: Vault, ref: str, *, why: str, agent: str | None = None) -> Fact:
@@ -500,7 +502,7 @@ def retract(vault: Vault, ref: str, *, why: str, agent: str | None = None) -> Fa
             },
             f"retracted {stamp[:10]}: {reason}",
         )
-        return _fact_from(vault, path, notes.read(path))
+        return _fact_from(vault, path, vault.read_note(path))
 
 
 def forget(vault: Vault, ref: str, *, agent: str | None = None) -> ForgetResult:

@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 from vaultmem.core.errors import IntegrityError
-from vaultmem.core.fsio import read_text
 from vaultmem.core.vault import Vault
 
 RETRACTED_HEADING = "## Retracted"
@@ -36,7 +35,7 @@ def read_index(vault: Vault, agent: str | None) -> tuple[Path, str]:
     if not path.exists():
         title = "Memory" if agent is None else f"Memory of {agent}"
         return path, f"# {title}\n\n"
-    text = read_text(path, what="memory index")
+    text = vault.read_text(path, what="memory index")
     if "\x00" in text:
         raise IntegrityError(
             f"{path}: memory index contains NUL bytes", "repair or restore the file"
@@ -85,7 +84,7 @@ def index_targets(vault: Vault, agent: str | None) -> list[tuple[int, str, str]]
     if not path.exists():
         return []
     out = []
-    for n, line in enumerate(read_text(path, what="memory index").splitlines(), 1):
+    for n, line in enumerate(vault.read_text(path, what="memory index").splitlines(), 1):
         for match in _WIKILINK.finditer(line):
             out.append((n, match.group(1).strip().removesuffix(".md"), line))
     return out

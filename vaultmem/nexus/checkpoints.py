@@ -89,14 +89,13 @@ def _sections(body: str) -> dict[str, str]:
 
 
 def show_checkpoint(vault: Vault, agent: str) -> Checkpoint:
-    from vaultmem.core import notes
 
     agent = vault.require_agent(agent)
     path = vault.checkpoint(agent)
     rel = vault.rel(path)
     if not path.exists():
         return Checkpoint(agent, rel, False)
-    note = notes.read(path)
+    note = vault.read_note(path)
     parts = _sections(note.body)
     steps = tuple(
         re.sub(r"^- (\[[ xX]\] )?", "", ln).strip()

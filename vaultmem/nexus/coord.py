@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from vaultmem.nexus.entry import (
     read_file,
 )
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: each item keeps its entry's hash and signature
 BODY_CHARS = 1200  # body kept per item (the log keeps it whole)
 _PUNCT = re.compile(r"^[\s.!:]+|[\s.!:]+$")
 
@@ -59,6 +59,7 @@ class Item:
     acked_by: dict[str, str]  # agent -> the id of its entry that acked this one
     resolved: dict[str, Any] | None  # {"id", "by", "time", "why"} of the resolve entry
     key: str  # alert_key of an alert, "" otherwise
+    hash_ok: bool = True  # the entry's hash matched its text when indexed (its body may be cut)
 
     @property
     def id(self) -> str:
@@ -132,7 +133,11 @@ def index_path(vault: Vault) -> Path:
 
 
 def _item(raw: dict[str, Any]) -> Item:
-    return Item(entry_from_dict(raw), dict(raw["acked_by"]), raw["resolved"], raw["key"])
+    # the signature's fields, so a pack can check the entry before showing it (issue 20)
+    sign = raw.get("signed") or {}
+    e = entry_from_dict({**raw, "hash": sign.get("hash", ""), "key": sign.get("key")})
+    e = replace(e, sig=sign.get("sig"))
+    return Item(e, dict(raw["acked_by"]), raw["resolved"], raw["key"], bool(sign.get("ok")))
 
 
 def _tracked(e: Entry) -> bool:
@@ -148,6 +153,7 @@ def _raw(e: Entry) -> dict[str, Any]:
         "acked_by": {},
         "resolved": None,
         "key": alert_key(e.summary) if e.type == EntryType.ALERT else "",
+        "signed": {"hash": e.hash, "key": e.key, "sig": e.sig, "ok": e.compute_hash() == e.hash},
     }
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import clock
-from vaultmem.core.errors import UsageError
-from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.errors import PathOutsideVaultError, UsageError, VaultmemError
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import canonical_bytes, normalize_body
@@ -242,7 +242,7 @@ def parse(text: str, rel: str) -> DigestNote:
 
 
 def read_digest(vault: Vault, path: Path) -> DigestNote:
-    return parse(read_text(path, what="digest"), vault.rel(path))
+    return parse(vault.read_text(path, what="digest"), vault.rel(path))
 
 
 def render(meta: DigestMeta, body: str) -> str:
@@ -322,9 +322,34 @@ def logged_ids(vault: Vault) -> set[str]:
     return out
 
 
+def digest_problem(
+    note: DigestNote, period: str, keys: dict[str, Any], *, require: bool
+) -> tuple[str, str] | None:
+    """What is wrong with one digest on its own (metadata, hash, signature), or None: (kind,
+    message). `verify` checks every digest with it, the pack each digest it would show."""
+    from vaultmem.nexus import signing
+
+    rel, meta = note.path, note.meta
+    if meta is None:
+        return "bad-metadata", f"{rel}: {note.error}"
+    if meta.period != period or meta.compute_hash(note.body) != meta.hash:
+        return "edited", f"{rel} was changed after it was written (hash)"
+    if not meta.sig or not meta.key:
+        return ("unsigned", f"{rel} is not signed") if require else None
+    pk = keys.get(meta.key)
+    if pk is None:
+        return "unknown-key", f"{rel} is signed with unknown key {meta.key}"
+    if pk.agent != meta.writer or not signing.verify_raw(
+        pk.public, SIG_DOMAIN + meta.hash.encode(), meta.sig
+    ):
+        return "forged", f"{rel}: the signature is not {meta.writer}'s"
+    if not pk.approved:
+        return "unapproved-key", f"{rel} is signed with {meta.key}, a key that is not approved"
+    return None
+
+
 def verify_digests(vault: Vault, keys: dict[str, Any]) -> tuple[dict[str, int], list[LogProblem]]:
     """Every digest's hash and signature, and that what it cites is still logged."""
-    from vaultmem.nexus import signing
     from vaultmem.nexus.verify import LogProblem
 
     files = digest_files(vault)
@@ -335,34 +360,19 @@ def verify_digests(vault: Vault, keys: dict[str, Any]) -> tuple[dict[str, int], 
     checked: dict[str, int] = {}
     problems: list[LogProblem] = []
     for path in files:
-        note = read_digest(vault, path)
+        try:
+            note = read_digest(vault, path)
+        except PathOutsideVaultError as exc:
+            problems.append(LogProblem(vault.rel_unresolved(path), "symlink-outside", exc.message))
+            continue
         rel = note.path
         cited = note.cited
         checked[rel] = len(cited)
-        meta = note.meta
-        if meta is None:
-            problems.append(LogProblem(rel, "bad-metadata", f"{rel}: {note.error}"))
-            continue
-        if meta.period != path.stem or meta.compute_hash(note.body) != meta.hash:
-            problems.append(
-                LogProblem(rel, "edited", f"{rel} was changed after it was written (hash)")
-            )
-            continue
-        if not meta.sig or not meta.key:
-            if require:
-                problems.append(LogProblem(rel, "unsigned", f"{rel} is not signed"))
-        else:
-            pk = keys.get(meta.key)
-            if pk is None:
-                problems.append(
-                    LogProblem(rel, "unknown-key", f"{rel} is signed with unknown key {meta.key}")
-                )
-            elif pk.agent != meta.writer or not signing.verify_raw(
-                pk.public, SIG_DOMAIN + meta.hash.encode(), meta.sig
-            ):
-                problems.append(
-                    LogProblem(rel, "forged", f"{rel}: the signature is not {meta.writer}'s")
-                )
+        wrong = digest_problem(note, path.stem, keys, require=require)
+        if wrong is not None:
+            problems.append(LogProblem(rel, wrong[0], wrong[1]))
+            if wrong[0] in ("bad-metadata", "edited"):
+                continue
         for entry_id in cited:
             if entry_id not in known:
                 problems.append(
@@ -373,4 +383,121 @@ def verify_digests(vault: Vault, keys: dict[str, Any]) -> tuple[dict[str, int], 
                         entry_id,
                     )
                 )
+    return checked, problems
+
+
+# --- profiles: signed the same way -------------------------------------------------------------
+#
+# `memory/PROFILE.md` and `agents/<agent>/PROFILE.md` (app/condense/profile.py builds them) end
+# with one metadata line like a digest's:
+#
+#     <!-- vaultmem-profile {"scope":"shared","sources":"sha256:…","made_by":"offline",
+#          "built":"…","writer":"ella","key":"k-…","hash":"sha256:…","sig":"…"} -->
+#
+# `hash` is SHA-256 over the canonical form of the other fields plus the body before the line
+# (normalised as log bodies are); `sig` the writer's Ed25519 signature over
+# `b"vaultmem-profile-v1\n" + hash`. The frontmatter is for people; the line is what counts (the
+# pack's "stale" check reads `sources` from it).
+
+PROFILE_DOMAIN = b"vaultmem-profile-v1\n"
+PROFILE_RE = re.compile(r"^<!-- vaultmem-profile (?P<json>\{.*\}) -->[ \t]*$", re.MULTILINE)
+
+
+def _profile_hash(fields: dict[str, Any], body: str) -> str:
+    data = {**fields, "body": normalize_body(body)}
+    return "sha256:" + hashlib.sha256(canonical_bytes(data)).hexdigest()
+
+
+def profile_line(vault: Vault, fields: dict[str, Any], body: str) -> str:
+    """The signed metadata line for a profile with `fields` (its `writer` signs, when this
+    machine holds one of the writer's keys; unsigned otherwise) and `body`."""
+    from vaultmem.nexus import signing
+
+    writer = str(fields.get("writer") or "")
+    signer = signing.signer_for(vault, writer) if writer else None
+    fields = {**fields, "key": signer.key_id if signer else None}
+    digest = _profile_hash(fields, body)
+    sig = signer.sign_raw(PROFILE_DOMAIN + digest.encode()) if signer else None
+    text = json.dumps(
+        {**fields, "hash": digest, "sig": sig}, ensure_ascii=False, separators=(",", ":")
+    )
+    return "<!-- vaultmem-profile " + text.replace("<", "\\u003c").replace(">", "\\u003e") + " -->"
+
+
+def split_profile(body: str) -> tuple[str, dict[str, Any] | None]:
+    """(the profile's body before its metadata line, the line's fields or None)."""
+    matches = list(PROFILE_RE.finditer(body))
+    if not matches:
+        return body, None
+    m = matches[-1]
+    try:
+        raw = json.loads(m["json"])
+    except ValueError:
+        return body[: m.start()], None
+    return body[: m.start()], raw if isinstance(raw, dict) else None
+
+
+def profile_problem(
+    body: str, rel: str, keys: dict[str, Any], *, require: bool
+) -> tuple[str, str] | None:
+    """What is wrong with a profile (its note body, metadata line included), or None: (kind,
+    message). `verify` checks every profile with it, the pack the profile it would show."""
+    from vaultmem.nexus import signing
+
+    text, raw = split_profile(body)
+    if raw is None:
+        if require:
+            return "unsigned", f"{rel} has no vaultmem-profile line (rebuild: vaultmem profile)"
+        return None
+    fields = {k: v for k, v in raw.items() if k not in ("hash", "sig")}
+    digest, sig, key = raw.get("hash"), raw.get("sig"), raw.get("key")
+    if _profile_hash(fields, text) != digest:
+        return "edited", f"{rel} was changed after it was built (hash)"
+    if not sig or not key:
+        return ("unsigned", f"{rel} is not signed") if require else None
+    pk = keys.get(key)
+    if pk is None:
+        return "unknown-key", f"{rel} is signed with unknown key {key}"
+    if pk.agent != raw.get("writer") or not signing.verify_raw(
+        pk.public, PROFILE_DOMAIN + str(digest).encode(), str(sig)
+    ):
+        return "forged", f"{rel}: the signature is not {raw.get('writer')}'s"
+    if not pk.approved:
+        return "unapproved-key", f"{rel} is signed with {key}, a key that is not approved"
+    return None
+
+
+def profile_files(vault: Vault) -> list[Path]:
+    """The shared profile and every agent's, those that exist."""
+    out = [vault.root / "memory" / "PROFILE.md"]
+    out += [vault.root / "agents" / a / "PROFILE.md" for a in vault.known_agents()]
+    return [p for p in out if p.exists() or p.is_symlink()]
+
+
+def verify_profiles(vault: Vault, keys: dict[str, Any]) -> tuple[dict[str, int], list[LogProblem]]:
+    """Every profile's hash and signature."""
+    from vaultmem.core.notes import split_frontmatter
+    from vaultmem.nexus.verify import LogProblem
+
+    require = vault.config.log.require_signatures
+    checked: dict[str, int] = {}
+    problems: list[LogProblem] = []
+    for path in profile_files(vault):
+        rel = vault.rel_unresolved(path)
+        try:
+            text = vault.read_text(path, what="profile")
+        except PathOutsideVaultError as exc:
+            problems.append(LogProblem(rel, "symlink-outside", exc.message))
+            continue
+        except (OSError, VaultmemError) as exc:
+            problems.append(LogProblem(rel, "bad-metadata", f"{rel}: {exc}"))
+            continue
+        try:
+            _fm, body, _n = split_frontmatter(text)
+        except ValueError:
+            body = text
+        checked[rel] = 1
+        wrong = profile_problem(body, rel, keys, require=require)
+        if wrong is not None:
+            problems.append(LogProblem(rel, wrong[0], wrong[1]))
     return checked, problems

@@ -42,7 +42,7 @@ class StateChange:
 def read_state(vault: Vault) -> str:
     path = vault.project_state
     try:
-        return read_text(path, what="project state")
+        return vault.read_text(path, what="project state")
     except FileNotFoundError:
         raise EntryNotFoundError(
             f"{vault.rel(path)} does not exist", "create it with: vaultmem state set Goal TEXT"
@@ -164,11 +164,13 @@ class ConflictMarker:
 
 def _owned_files(vault: Vault) -> list[Path]:
     """The files vaultmem writes that a git merge can leave markers in (the logs apart)."""
-    paths = [vault.project_state, vault.memory_index, vault.path("memory/PROFILE.md")]
+    # plain joins, read through Vault.read_text: a link out of the vault is skipped, not read
+    root = vault.root
+    paths = [root / "nexus/project-state.md", root / "memory/MEMORY.md", root / "memory/PROFILE.md"]
     for agent in vault.known_agents():
-        paths += [vault.agent_memory_index(agent), vault.checkpoint(agent)]
-        paths.append(vault.agent_dir(agent) / "PROFILE.md")
-    digests = vault.path("nexus/digests")
+        paths += [root / "agents" / agent / name for name in ("MEMORY.md", "checkpoint.md")]
+        paths.append(root / "agents" / agent / "PROFILE.md")
+    digests = root / "nexus/digests"
     if digests.is_dir():
         paths += sorted(digests.glob("*.md"))
     return paths
@@ -185,7 +187,7 @@ def find_conflict_markers(vault: Vault) -> list[ConflictMarker]:
     found: list[ConflictMarker] = []
     for path in _owned_files(vault):
         try:
-            text = read_text(path, what="file")
+            text = vault.read_text(path, what="file")
         except (FileNotFoundError, VaultmemError):  # unreadable: status reports it
             continue
         found += [ConflictMarker(vault.rel(path), n) for n in conflict_markers(text)]

@@ -12,6 +12,7 @@ from typing import Any
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
+from vaultmem.nexus.shown import entry_problem, outside_links
 
 GAP_DETAIL = 20  # a gap longer than this is reported as one range
 
@@ -31,6 +32,7 @@ PROBLEM_KINDS = (
     "bad-metadata",  # a metadata comment that does not parse
     "orphan-metadata",  # a metadata comment without a header
     "misplaced",  # a decisions entry in the live log or the reverse
+    "symlink-outside",  # a file packs read (identity, MEMORY.md, ...) is a link out of the vault
     "conflict-markers",  # git left <<<<<<< ======= >>>>>>> lines in a file vaultmem owns
     "pending-trust",  # a security setting or key this machine has not accepted (nexus/trust.py)
 )
@@ -74,11 +76,11 @@ class SignatureMemo:
     keys are) cannot forge a line. `verify --full` ignores the memo.
     """
 
-    def __init__(self, vault: Vault, *, use: bool) -> None:
+    def __init__(self, vault: Vault, *, use: bool, create: bool = True) -> None:
         self.path = vault.state("verified", "signatures.txt")
         from vaultmem.core.device import memo_secret
 
-        self.secret = memo_secret() if use else None
+        self.secret = memo_secret(create=create) if use else None
         self.use = self.secret is not None
         self.known: set[str] = set()
         self.new: list[str] = []
@@ -120,7 +122,6 @@ class SignatureMemo:
 def _verify_log(
     vault: Vault, log_name: str, keys: dict[str, Any], memo: SignatureMemo | None = None
 ) -> tuple[dict[str, int], list[LogProblem]]:
-    from vaultmem.nexus import signing
 
     problems: list[LogProblem] = []
     checked: dict[str, int] = {}
@@ -154,63 +155,18 @@ def _verify_log(
     all_ids = {e.id for _rel, e in located}  # damaged ones too: they are reported, not missing
     good: list[tuple[str, entry.Entry]] = []
     for rel, e in located:
-
-        def bad(kind: str, message: str, rel: str = rel, e: entry.Entry = e) -> None:
-            problems.append(LogProblem(rel, kind, message, e.id, e.line_start))
-
         if e.log != log_name:
-            bad("misplaced", f"a {e.log} entry in the {log_name} log")
-        if e.compute_hash() != e.hash:
-            bad("edited", f"{e.id} was changed after it was written (its hash no longer matches)")
-            continue
-        if e.id != entry.entry_id(e.agent, e.seq, e.log, entry.device_of(e.id)):
-            bad("forged", f"{e.id} does not match its agent and sequence number")
-            continue
-        if not e.sig or not e.key:
-            if require:
-                bad("unsigned", f"{e.id} is not signed, and this vault requires signatures")
-                # reported, never part of its chain (as a forgery): an unsigned entry with a
-                # huge seq is one problem, not a gap of a billion missing entries
-                continue
-        else:
-            pk = keys.get(e.key)
-            if pk is None:
-                bad(
-                    "unknown-key",
-                    f"{e.id} is signed with key {e.key}, which no agents/*/keys.md lists",
+            problems.append(
+                LogProblem(
+                    rel, "misplaced", f"a {e.log} entry in the {log_name} log", e.id, e.line_start
                 )
-                continue
-            if pk.agent != e.agent:
-                bad(
-                    "forged",
-                    f"{e.id} claims to be by {e.agent} but is signed with {pk.agent}'s key {e.key}",
-                )
-                continue
-            ok = (
-                memo.check(e, pk.public)
-                if memo is not None
-                else signing.verify_signature(pk.public, e.hash, e.sig)
             )
-            if not ok:
-                bad(
-                    "forged",
-                    f"{e.id}: the signature does not match (not made with {e.agent}'s key {e.key})",
-                )
+        wrong = entry_problem(e, keys, require=require, memo=memo)
+        if wrong is not None:
+            kind, message, fatal = wrong
+            problems.append(LogProblem(rel, kind, message, e.id, e.line_start))
+            if fatal:
                 continue
-            if pk.device != entry.device_of(e.id):
-                bad(
-                    "forged",
-                    f"{e.id} is on the chain of {entry.chain_of(e.id)} but signed with {e.key}, "
-                    f"the key of another machine's chain ({pk.device or 'the first machine'})",
-                )
-                continue
-            if not pk.approved:
-                bad(
-                    "unapproved-key",
-                    f"{e.id} is signed with {e.key}, a key of {e.agent} that is not approved "
-                    f"({pk.approval}); a reviewer approves it with: vaultmem keys approve {e.key} "
-                    f"--reviewer {pk.reviewer or 'NAME'}",
-                )
         good.append((rel, e))
 
     by_id: dict[str, entry.Entry] = {}
@@ -441,6 +397,9 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
                     key.line,
                 )
             )
+    problems += [
+        LogProblem(rel, "symlink-outside", f"{msg}: not read") for rel, msg in outside_links(vault)
+    ]
     from vaultmem.nexus.trust import changes
 
     problems += [
@@ -453,11 +412,12 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
         checked.update(c)
         problems += p
     memo.save()
-    from vaultmem.nexus.digests import verify_digests  # nexus/digests/*.md (vaultmem digest)
+    from vaultmem.nexus.digests import verify_digests, verify_profiles  # signed notes
 
-    c, p = verify_digests(vault, keys)
-    checked.update(c)
-    problems += p
+    for check in (verify_digests, verify_profiles):
+        c, p = check(vault, keys)
+        checked.update(c)
+        problems += p
     from vaultmem.nexus.state import CONFLICT_HINT, find_conflict_markers
 
     problems += [

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from vaultmem.core import clock
 from vaultmem.core.errors import NotFoundError, RefusedError, UsageError
-from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import escape_inline
@@ -187,7 +187,7 @@ def _path(vault: Vault, agent: str) -> Path:
 
 def _load(vault: Vault, agent: str) -> list[Item]:
     try:
-        return parse(read_text(_path(vault, agent), what="working memory"))
+        return parse(vault.read_text(_path(vault, agent), what="working memory"))
     except FileNotFoundError:
         return []
 

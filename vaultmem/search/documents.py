@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import notes
 from vaultmem.core.choices import values
+from vaultmem.core.errors import PathOutsideVaultError
 from vaultmem.core.vault import REVIEW_PAGE, Vault
 
 if TYPE_CHECKING:
@@ -137,10 +138,15 @@ def content_hash(data: bytes) -> str:
 CONTENT_HASH_BYTES = 16
 
 
-def read_prefix(path: Path, limit: int) -> tuple[bytes, bool]:
-    with open(path, "rb") as fh:
-        data = fh.read(limit + 1)
+def read_prefix(vault: Vault, path: Path, limit: int) -> tuple[bytes, bool]:
+    """The first `limit` bytes of a vault file and whether there is more, read through the one
+    inside-the-vault check (`Vault.open_inside`): a link out raises LinkOutsideVaultError."""
+    data = vault.read_bytes(path, limit)
     return data[:limit], len(data) > limit
+
+
+def _outside(exc: PathOutsideVaultError) -> tuple[str, str]:
+    return "symlink-outside", f"{exc.message}: not followed"
 
 
 def _decode(data: bytes, truncated: bool) -> tuple[str, str | None]:
@@ -376,10 +382,12 @@ def read_documents(
     path = vault.root / rel
     max_bytes = read_limit(rel, max_bytes)
     try:
-        data, truncated = read_prefix(path, max_bytes)
+        data, truncated = read_prefix(vault, path, max_bytes)
         mtime_ns = path.stat().st_mtime_ns
     except FileNotFoundError:
         return None
+    except PathOutsideVaultError as exc:
+        return [], [_outside(exc)], b""
     except OSError as exc:
         return [], [("unreadable", f"cannot read: {exc.strerror}")], b""
     text, problems = _screen(data, truncated, max_bytes)
@@ -439,9 +447,11 @@ def read_log(vault: Vault, rel: str, max_bytes: int, mark: LogMark | None) -> Lo
     path = vault.root / rel
     limit = read_limit(rel, max_bytes)
     try:
-        data, truncated = read_prefix(path, limit)
+        data, truncated = read_prefix(vault, path, limit)
     except FileNotFoundError:
         return None
+    except PathOutsideVaultError as exc:
+        return LogRead([], 0, [_outside(exc)], b"", None)
     except OSError as exc:
         return LogRead([], 0, [("unreadable", f"cannot read: {exc.strerror}")], b"", None)
     view = memoryview(data)

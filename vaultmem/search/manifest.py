@@ -225,8 +225,11 @@ def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str,
     """Every markdown file in the vault -> (size, mtime_ns); plus symlinks left out, and why.
 
     Skips dot folders and dot files (`.vaultmem/`, `.obsidian/`, `.git/`, `.trash/`, editor and
-    vaultmem temp files). Symlinks are never followed out of the vault, and links to folders
-    are not followed at all (no loops, no duplicates).
+    vaultmem temp files). Symlinks are never followed out of the vault (each is listed as
+    `symlink-outside`), and links inside it are not followed at all: a link to a folder would
+    loop or duplicate, and a link to a note would be indexed under the link's path, so scoped by
+    where the link sits rather than by its target (`wiki/x.md -> ../agents/lyra/memory/y.md`
+    would hand lyra's fact to every agent). The target is indexed once, under its own path.
     """
     root = str(vault.root)
     real_root = str(vault.real_root)
@@ -248,17 +251,13 @@ def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str,
                 try:
                     if entry.is_symlink():
                         target = os.path.realpath(entry.path)
-                        if target != real_root and not target.startswith(real_root + os.sep):
-                            if name.lower().endswith(".md") or Path(target).is_dir():
-                                skipped[rel] = (
-                                    "symlink-outside",
-                                    f"symlink to {target}, outside the vault: not followed",
-                                )
-                            continue
-                        if not name.lower().endswith(".md") or not Path(target).is_file():
-                            continue
-                        st = Path(entry.path).stat()
-                        files[rel] = (st.st_size, st.st_mtime_ns)
+                        outside = target != real_root and not target.startswith(real_root + os.sep)
+                        if outside and (name.lower().endswith(".md") or Path(target).is_dir()):
+                            skipped[rel] = (
+                                "symlink-outside",
+                                f"symlink to {target}, outside the vault: not followed",
+                            )
+                        continue  # in the vault: its target is indexed under its own path
                     elif entry.is_dir(follow_symlinks=False):
                         stack.append((rel + "/", entry.path))
                     elif name.lower().endswith(".md"):

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core.errors import UsageError
+from vaultmem.core.errors import PathOutsideVaultError, UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.search import engine, refresh
+from vaultmem.search.documents import read_limit
 from vaultmem.search.filters import RecallFilters, parse_query
 from vaultmem.search.terms import cap_query
 
@@ -345,6 +346,19 @@ def recall(
             (f"index could not be opened ({type(exc).__name__}): rebuilt from the files",),
         )
         hits = run()
+    from vaultmem.nexus.shown import ShowCheck  # entries failing verification: left out, said
+
+    check, cap = ShowCheck(vault), vault.config.recall.max_file_bytes
+    hits = [
+        replace(h, rank=n)
+        for n, h in enumerate(
+            (h for h in hits if not (h.id and h.kind in ("log", "decision")) or check.lines_ok(
+                h.path, h.line_start, h.line_end, h.id, read_limit(h.path, cap))), 1
+        )
+    ]  # fmt: skip
+    if check.failed:
+        fresh = _with_warnings(fresh, (check.note(),))
+        check.save()
     return RecallResult(query=query, index=fresh, hits=tuple(hits), explain=explain, mode=used)
 
 
@@ -356,10 +370,9 @@ def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end:
     """Lines start..end (1-based) of a vault file as it is now, for the snippet."""
     if rel not in cache:
         try:
-            with open(vault.root / rel, "rb") as fh:
-                data = fh.read(vault.config.recall.max_file_bytes)
+            data = vault.read_bytes(vault.root / rel, vault.config.recall.max_file_bytes)
             cache[rel] = data.decode("utf-8", errors="replace").splitlines()
-        except OSError:  # vanished since it was indexed
+        except (OSError, PathOutsideVaultError):  # vanished (or became a link out) since
             cache[rel] = []
     return "\n".join(cache[rel][max(start, 1) - 1 : end])
 

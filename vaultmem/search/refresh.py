@@ -21,6 +21,7 @@ from vaultmem.core.errors import (
     DiskFullError,
     LockTimeoutError,
     NotWritableError,
+    PathOutsideVaultError,
     VaultmemError,
 )
 from vaultmem.core.locking import exclusive, release, try_exclusive
@@ -124,8 +125,8 @@ def _plan(
             if known is not None and known[0] == size and rel in manifest.sums:
                 # same size, new mtime: only the content can say whether it changed
                 try:
-                    data, _ = read_prefix(vault.root / rel, read_limit(rel, max_bytes))
-                except OSError:
+                    data, _ = read_prefix(vault, vault.root / rel, read_limit(rel, max_bytes))
+                except (OSError, PathOutsideVaultError):
                     changed.append(rel)
                     continue
                 if content_hash(data) == manifest.sums[rel]:
@@ -136,8 +137,8 @@ def _plan(
             # size and mtime match, but the file was written within one mtime tick of being
             # read: only its content can say whether it changed since
             try:
-                data, _ = read_prefix(vault.root / rel, vault.config.recall.max_file_bytes)
-            except OSError:
+                data, _ = read_prefix(vault, vault.root / rel, vault.config.recall.max_file_bytes)
+            except (OSError, PathOutsideVaultError):
                 changed.append(rel)
                 continue
             if content_hash(data) != manifest.hashes[rel]:

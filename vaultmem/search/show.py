@@ -85,8 +85,7 @@ def show(
             raise NotFoundError(f"no note {rel}", "see what there is with: vaultmem recall QUERY")
     if not path.is_file():
         raise NotFoundError(f"no note {rel}", "see what there is with: vaultmem recall QUERY")
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_BYTES + 1)
+    data = vault.read_bytes(path, MAX_BYTES)
     problem = None
     if len(data) > MAX_BYTES:
         data = data[:MAX_BYTES]

@@ -27,7 +27,7 @@ from typing import Any
 from vaultmem.app.condense.parts import GROUPS, Line, Source
 from vaultmem.core import clock, notes
 from vaultmem.core.errors import VaultmemError
-from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 
 PROFILE = "PROFILE.md"
@@ -81,7 +81,7 @@ def sources(vault: Vault, agent: str | None) -> list[Source]:
         if owner != agent:
             continue
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
         except VaultmemError:
             continue
         meta = note.meta
@@ -225,7 +225,51 @@ def read_profile(vault: Vault, agent: str | None) -> tuple[Path, notes.Note] | N
     path = profile_path(vault, agent)
     if not path.exists():
         return None
-    return path, notes.parse(read_text(path, what="profile"))
+    return path, notes.parse(vault.read_text(path, what="profile"))
+
+
+@dataclass(frozen=True)
+class CheckedProfile:
+    """A profile as its signed metadata line vouches for it (`nexus.digests`: signed like a
+    digest). `problem` is (kind, message) when it fails verification: then nothing of it is
+    shown as genuine (the pack and MCP say so instead)."""
+
+    path: Path
+    note: notes.Note
+    body: str  # the body without the metadata line
+    sources: str  # the fingerprint it was built from, from the signed line ("" when none)
+    built: str
+    problem: tuple[str, str] | None
+
+
+def checked_profile(vault: Vault, agent: str | None) -> CheckedProfile | None:
+    """The scope's profile, checked (hash, signature, key); None when there is none."""
+    from vaultmem.nexus import digests, signing
+
+    found = read_profile(vault, agent)
+    if found is None:
+        return None
+    path, note = found
+    body, raw = digests.split_profile(note.body)
+    keys = signing.public_keys(vault) if raw and raw.get("sig") else {}
+    require = vault.config.log.require_signatures
+    problem = digests.profile_problem(note.body, vault.rel(path), keys, require=require)
+    raw = raw or {}
+    return CheckedProfile(
+        path, note, body, str(raw.get("sources") or ""), str(raw.get("built") or ""), problem
+    )
+
+
+def _writer(vault: Vault, agent: str | None) -> str:
+    """Who signs a profile: the agent it is for, else the first agent this machine holds a
+    key of (a profile is built from approved memory only; the signature says which machine's
+    vaultmem built it, so an edit or a forgery shows)."""
+    from vaultmem.nexus import signing
+
+    for name in [*([agent] if agent else []), *vault.known_agents()]:
+        if signing.signer_for(vault, name) is not None:
+            return name
+    return agent or ""
 
 
 def clean(vault: Vault, lines: list[Line], allowed: set[str] | None = None) -> list[Line]:
@@ -260,12 +304,20 @@ def build(
     key = _stat_key(vault, agent)  # before reading: a change while building shows as stale
     found = sources(vault, agent)
     fp = fingerprint(found)
-    existing = read_profile(vault, agent)
+    existing = checked_profile(vault, agent)
     if not found:
         return ProfileResult(scope, rel, "empty", "", (), 0)
-    if existing is not None and not rebuild and str(existing[1].meta.get("sources")) == fp:
+    writer = _writer(vault, agent)
+    # a profile that fails verification is built again; an unsigned one once a key is here
+    from vaultmem.nexus.signing import signer_for
+
+    unsigned_anyway = not writer or signer_for(vault, writer) is None
+    usable = existing is not None and (
+        existing.problem is None or (existing.problem[0] == "unsigned" and unsigned_anyway)
+    )
+    if existing is not None and usable and not rebuild and existing.sources == fp:
         return ProfileResult(
-            scope, rel, "unchanged", str(existing[1].meta.get("made_by", "")), (), len(found)
+            scope, rel, "unchanged", str(existing.note.meta.get("made_by", "")), (), len(found)
         )
     use_model = bool(api_key) and not offline
     requests, usage = 0, None
@@ -288,8 +340,18 @@ def build(
         "tags": ["vaultmem/profile"],
     }
     from vaultmem.core.locking import exclusive, lock_path
+    from vaultmem.nexus.digests import profile_line
 
+    body = "\n" + render_body(scope, lines, found, made_by)
+    signed = {
+        "scope": scope,
+        "sources": fp,
+        "made_by": made_by,
+        "built": meta["built"],
+        "writer": writer,
+    }
+    text = notes.render(meta, body + "\n" + profile_line(vault, signed, body) + "\n")
     with exclusive(lock_path(vault, "profile"), vault.config.log.lock_timeout, what="profile"):
-        atomic_write(path, notes.render(meta, "\n" + render_body(scope, lines, found, made_by)))
+        atomic_write(path, text)
     remember_fresh(vault, agent, key, fp)
     return ProfileResult(scope, rel, "written", made_by, tuple(lines), len(found), requests, usage)

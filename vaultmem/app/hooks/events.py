@@ -33,6 +33,7 @@ from vaultmem.core import clock
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
+from vaultmem.nexus.shown import ShowCheck
 
 AUTO_MARK = "(Written by the vaultmem {event} hook; `vaultmem checkpoint` replaces it.)"
 SESSION_CHANNEL = "session"
@@ -244,6 +245,10 @@ def delta(
     others, unseen, newest, acked = scan_new(
         vault, agent, cursor, vault.config.read.max_new_entries
     )
+    check = ShowCheck(vault)  # what fails verification is left out, and said (issue 20)
+    others = check.genuine(others)
+    check.save()
+    failing = f"vaultmem: {check.note()}\n\n" if check.failed else ""
     chosen: list[entry.Entry] = []
     used = 0
     lines: dict[str, str] = {}
@@ -266,13 +271,14 @@ def delta(
         cursor is None or any(next_cursor.get(k) != cursor.get(k) for k in keys)
     )
     if not chosen:
-        return Delta("", next_cursor, moved, 0, behind)
+        return Delta(failing.strip(), next_cursor, moved, 0, behind)
     head = f"vaultmem: {len(chosen)} new {'entry' if len(chosen) == 1 else 'entries'} {what}"
     note = ""
     if behind:
         where = invocation(vault.root, agent).where
         note = " " + window.not_shown_hint(behind, unseen.oldest_unshown(next_cursor), where)
-    text = head + "." + note + "\n\n" + sections.fence("\n".join(lines[e.id] for e in chosen))
+    text = failing + head + "." + note + "\n\n"
+    text += sections.fence("\n".join(lines[e.id] for e in chosen))
     return Delta(text, next_cursor, moved, len(chosen), behind)
 
 

@@ -118,9 +118,13 @@ def names_something(root: str, agent: str, prompt: str) -> bool:
     if not asked:
         return False
     known: set[str] = set()
+    inside = os.path.realpath(root) + os.sep
     for rel in ("memory/MEMORY.md", f"agents/{agent}/MEMORY.md"):
+        path = os.path.realpath(os.path.join(root, rel))
+        if not (path.startswith(inside) and os.path.isfile(path)):
+            continue  # a link out of the vault (or to a folder, a fifo) is never read
         try:
-            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as fh:
+            with open(path, encoding="utf-8", errors="replace") as fh:
                 known |= words(fh.read())
         except OSError:
             continue

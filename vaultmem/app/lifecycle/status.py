@@ -9,8 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultmem.core import notes
-from vaultmem.core.errors import VaultmemError
+from vaultmem.core.errors import PathOutsideVaultError, VaultmemError
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts, lines
 
@@ -80,7 +79,7 @@ def memory_problems(vault: Vault) -> list[Problem]:
     for path, _agent in facts.fact_files(vault):
         rel = vault.rel(path)
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
         except VaultmemError as exc:
             problems.append(Problem(rel, "bad-encoding", exc.message))
             continue
@@ -139,7 +138,10 @@ def identity_problems(vault: Vault) -> list[Problem]:
             problems.append(Problem(rel, "missing-identity", f"agent {agent} has no identity file"))
             continue
         try:
-            note = notes.read(path)
+            note = vault.read_note(path)
+        except PathOutsideVaultError as exc:
+            problems.append(Problem(rel, "symlink-outside", exc.message))
+            continue
         except VaultmemError as exc:
             problems.append(Problem(rel, "bad-encoding", exc.message))
             continue
@@ -181,14 +183,15 @@ def status(vault: Vault) -> StatusReport:
         Problem(c.path, "pending-trust", f"{c.message}; see: vaultmem trust")
         for c in changes(vault)
     ]
-    from vaultmem.search.manifest import index_problems  # layer 4: no whoosh import
+    from vaultmem.search.manifest import index_problems, walk  # layer 4: no whoosh import
 
     seen = {(p.path, p.kind) for p in problems}
-    problems += [
-        Problem(p.path, p.kind, p.message)
-        for p in index_problems(vault)
-        if (p.path, p.kind) not in seen
-    ]
+    # links out of the vault, found by the stat walk itself (no index needed): never read
+    links = [Problem(rel, kind, msg) for rel, (kind, msg) in walk(vault)[1].items()]
+    for p in [*links, *(Problem(p.path, p.kind, p.message) for p in index_problems(vault))]:
+        if (p.path, p.kind) not in seen:
+            seen.add((p.path, p.kind))
+            problems.append(p)
     return StatusReport(
         vault=str(vault.root),
         agents=vault.known_agents(),

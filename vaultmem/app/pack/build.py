@@ -6,6 +6,8 @@ that the CLI renders as markdown for a prompt or as JSON:
      0 inbox               what is open for this agent, however old (app/pack/inbox.py); never
                            dropped: a budget cuts its list and says how much
      0 identity            never dropped
+     0 not_read            files that are symlinks out of the vault: named, never read
+     0 not_verified        open items that fail verification: named, their text left out
      5 profile             memory/PROFILE.md, built from approved memory (app/pack/condensed.py)
      6 agent_profile       agents/<agent>/PROFILE.md
     10 decisions           active decisions (nexus/decisions.md)
@@ -27,7 +29,10 @@ the pack was written out, so a pack that never reached the agent is shown again.
 far back as the cursor (or a fixed window), so the pack costs the same on a log of any length.
 
 Text other agents wrote (log entries, decisions, project state) goes out inside a fence with a
-line that says it is data, not instructions.
+line that says it is data, not instructions. What fails verification (an entry, a decision, a
+digest or a profile edited or forged: `nexus.verify.ShowCheck`, `nexus.digests`) is left out,
+and the section that would have shown it says so, with `vaultmem verify` to run. Every file is
+read through `Vault.open_inside`: a link out of the vault is never followed.
 
 A budget drops the least important sections first, as a whole when they are one block; a
 section made of items (entries, memory lines, decisions, pending facts, digests, profile lines)
@@ -37,15 +42,28 @@ first loses its lowest-scoring items (`app/pack/importance.py`), and the pack sa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.pack.sections import IDENTITY_CHARS, Item, Section, cut, fence
+from vaultmem.app.pack.sections import (
+    IDENTITY_CHARS,
+    Item,
+    Section,
+    cut,
+    fence,
+    refused_section,
+)
 from vaultmem.app.pack.window import log_sections
 from vaultmem.core import notes, seal
-from vaultmem.core.errors import IntegrityError, NotWritableError, VaultmemError
-from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.errors import (
+    IntegrityError,
+    NotWritableError,
+    PathOutsideVaultError,
+    VaultmemError,
+)
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 
 
@@ -130,7 +148,7 @@ def identity_section(vault: Vault, agent: str) -> Section:
     rel = vault.rel(path)
     if not path.exists():
         return Section("identity", f"Identity of {agent}", f"(no {rel} yet)", {}, rel, 0)
-    note = notes.read(path)
+    note = vault.read_note(path)
     if not note.ok:
         raise IntegrityError(
             f"{path}: {note.error}", "fix the identity file's frontmatter between the '---' lines"
@@ -143,7 +161,7 @@ def memory_index_section(vault: Vault, agent: str | None) -> Section | None:
     path = vault.index_for(agent)
     if not path.exists():
         return None
-    text = read_text(path, what="memory index").strip()
+    text = vault.read_text(path, what="memory index").strip()
     rel = vault.rel(path)
     key = "memory" if agent is None else "agent_memory"
     title = "Shared memory index" if agent is None else f"Memory index of {agent}"
@@ -174,14 +192,18 @@ def _memory_item(line: str) -> Item:
 
 def decisions_section(vault: Vault) -> Section | None:
     from vaultmem.nexus import decisions as decisions_mod
+    from vaultmem.nexus.shown import ShowCheck
 
     try:
         active = decisions_mod.decisions(vault)
     except VaultmemError:
         return None
-    if not active:
+    check = ShowCheck(vault)  # a decision that fails verification is left out, and said
+    active = [d for d in active if check.problem(d.entry) is None]
+    check.save()
+    if not active and not check.failed:
         return None
-    lines = []
+    lines: list[str] = []
     items = []
     for d in active:
         e = d.entry
@@ -192,7 +214,7 @@ def decisions_section(vault: Vault) -> Section | None:
     return Section(
         "decisions",
         "Active decisions",
-        fence("\n".join(lines)),
+        (check.note() + "\n\n" if check.failed else "") + fence("\n".join(lines)),
         [d.to_dict() for d in active],
         vault.rel(vault.decisions),
         10,
@@ -268,7 +290,7 @@ def project_state_section(vault: Vault) -> Section | None:
     path = vault.project_state
     if not path.exists():
         return None
-    note = notes.parse(read_text(path, what="project state"))
+    note = notes.parse(vault.read_text(path, what="project state"))
     body = note.body.strip()
     if not body:
         return None
@@ -336,6 +358,16 @@ def pending_section(vault: Vault, agent: str, query: str | None) -> Section | No
     )
 
 
+def _guarded(refused: list[str], make: Callable[[], Section | None]) -> Section | None:
+    """A section, or None when its file is a link out of the vault: that is never read, only
+    named (in `refused`, shown as the pack's "Files not read" section)."""
+    try:
+        return make()
+    except PathOutsideVaultError as exc:
+        refused.append(exc.message)
+        return None
+
+
 def read(
     vault: Vault,
     agent: str,
@@ -359,18 +391,19 @@ def read(
 
     agent = vault.require_agent(agent)
     index = coord.load(vault)
-    view = coordination.inbox(vault, agent, index=index)
+    view = coordination.inbox(vault, agent, index=index)  # leaves out what fails verification
     in_inbox = {i.id for i in view.items}
     alerts = coordination.alerts_section(vault, index, in_inbox, agent)
     skip = frozenset(in_inbox | set(alerts.ids if alerts else ()))
     sections: list[Section] = [coordination.inbox_section(view)] if view.items else []
-    sections.append(identity_section(vault, agent))
+    refused: list[str] = []  # files that are links out of the vault: named, never read
     for s in (
-        condensed.profile_section(vault, None),
-        condensed.profile_section(vault, agent),
+        _guarded(refused, lambda: identity_section(vault, agent)),
+        _guarded(refused, lambda: condensed.profile_section(vault, None)),
+        _guarded(refused, lambda: condensed.profile_section(vault, agent)),
         decisions_section(vault),
-        checkpoint_section(vault, agent),
-        coordination.working_section(vault, agent),
+        _guarded(refused, lambda: checkpoint_section(vault, agent)),
+        _guarded(refused, lambda: coordination.working_section(vault, agent)),
         alerts,
     ):
         if s is not None:
@@ -381,22 +414,22 @@ def read(
     sections += log_part
     now = clock.now()
     shown = [i.time for s in log_part for i in s.items if i.time]
-    digested = condensed.digest_section(vault, min(shown) if shown else None, now)
-    if digested is not None:
-        sections.append(digested)
-    state = project_state_section(vault)
-    if state is not None:
-        sections.append(state)
-    for scope in (None, agent):
-        section = memory_index_section(vault, scope)
-        if section is not None:
-            sections.append(section)
     for extra in (
+        condensed.digest_section(vault, min(shown) if shown else None, now),
+        _guarded(refused, lambda: project_state_section(vault)),
+        _guarded(refused, lambda: memory_index_section(vault, None)),
+        _guarded(refused, lambda: memory_index_section(vault, agent)),
         recall_section(vault, agent, query) if query else None,
         pending_section(vault, agent, query),
     ):
         if extra is not None:
             sections.append(extra)
+    if refused:
+        sections.append(refused_section(refused))
+    if view.failed:
+        sections.append(
+            Section("not_verified", "Not shown: fails verification", view.note, view.failed)
+        )
     sections.sort(key=lambda s: s.priority)
     limit = vault.config.read.budget if budget is None else budget
     kept, dropped, sizes, cut = importance.fit(

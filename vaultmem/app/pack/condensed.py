@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
 from vaultmem.app.pack.sections import Item, Section, fence
+from vaultmem.core.errors import PathOutsideVaultError
 from vaultmem.core.vault import Vault
+from vaultmem.nexus.shown import VERIFY_HINT
 
 GROUP_TYPE = {
     "Preferences and how to work": "preference",
@@ -37,20 +40,31 @@ def plain_links(text: str) -> str:
 
 
 def profile_section(vault: Vault, agent: str | None) -> Section | None:
-    from vaultmem.app.condense.profile import profile_path, stale
-    from vaultmem.core import notes
-    from vaultmem.core.fsio import read_text
+    from vaultmem.app.condense.profile import checked_profile, stale
 
-    path = profile_path(vault, agent)
-    if not path.exists():
+    checked = checked_profile(vault, agent)
+    if checked is None:
         return None
-    note = notes.parse(read_text(path, what="profile"))
+    path = checked.path
+    rel = vault.rel(path)
+    title = "Profile" if agent is None else f"Your profile ({agent})"
+    if checked.problem is not None:  # not shown: a forged or edited profile is no profile
+        kind, message = checked.problem
+        return Section(
+            "profile" if agent is None else "agent_profile",
+            f"{title} (not shown: fails verification)",
+            f"⚠ {rel} fails verification ({kind}: {message}); {VERIFY_HINT}, and rebuild "
+            "it with: vaultmem profile --rebuild.",
+            {"path": rel, "not_verified": kind},
+            rel,
+            5 if agent is None else 6,
+        )
     limit = vault.config.profile.pack_chars
     lines: list[str] = []
     items: list[Item] = []
     kind = "fact"
     size = 0
-    for raw in note.body.splitlines():
+    for raw in checked.body.splitlines():
         if raw.startswith("## "):
             heading = raw[3:].strip()
             kind = GROUP_TYPE.get(heading, "fact")
@@ -65,10 +79,7 @@ def profile_section(vault: Vault, agent: str | None) -> Section | None:
             items.append(Item(ids[0] if ids else line, line, kind, None))
     if not items:
         return None
-    built = str(note.meta.get("sources") or "")
-    old = stale(vault, agent, built)
-    rel = vault.rel(path)
-    title = "Profile" if agent is None else f"Your profile ({agent})"
+    old = stale(vault, agent, checked.sources)  # the fingerprint the signature covers
     if old:
         title += " (stale: the memories changed since it was built; run vaultmem profile)"
     return Section(
@@ -78,7 +89,7 @@ def profile_section(vault: Vault, agent: str | None) -> Section | None:
         {
             "path": rel,
             "stale": old,
-            "built": str(note.meta.get("built") or ""),
+            "built": checked.built,
             "lines": [i.text for i in items],
         },
         rel,
@@ -116,18 +127,49 @@ def digest_section(vault: Vault, before: str | None, now: datetime) -> Section |
         return None
     blocks: list[str] = []
     items: list[Item] = []
+    failing: list[str] = []  # a digest that fails verification is left out, and said
+    keys: dict[str, Any] | None = None
+    shown = []
     for path, end in chosen:
-        note = digests.read_digest(vault, path)
+        try:
+            note = digests.read_digest(vault, path)
+        except PathOutsideVaultError:
+            failing.append(f"{vault.rel_unresolved(path)}: symlink-outside")
+            continue
+        if keys is None:
+            from vaultmem.nexus import signing
+
+            keys = signing.public_keys(vault)
+        require = vault.config.log.require_signatures
+        wrong = digests.digest_problem(note, path.stem, keys, require=require)
+        if wrong is not None:
+            failing.append(f"{note.path}: {wrong[0]}")
+            continue
         text = _compact(note.body, path.stem, settings.pack_chars)
         blocks.append(text)
         items.append(Item(path.stem, text, "digest", clock.stamp(end), path=None))
+        shown.append((path, end))
+    warning = (
+        f"⚠ {len(failing)} digest(s) not shown: they fail verification ({'; '.join(failing)}); "
+        f"{VERIFY_HINT}.\n\n"
+        if failing
+        else ""
+    )
+    if not shown and not failing:
+        return None
+    chosen = shown
     rel = [vault.rel(p) for p, _e in chosen]
     body = "\n\n".join(blocks)
     return Section(
         "digests",
         "Digests of earlier periods",
-        "Periods older than the entries above, digested (ids are log entries: "
-        "vaultmem log --since ID shows them).\n\n" + fence(body),
+        warning
+        + (
+            "Periods older than the entries above, digested (ids are log entries: "
+            "vaultmem log --since ID shows them).\n\n" + fence(body)
+            if blocks
+            else ""
+        ),
         {"periods": [p.stem for p, _e in chosen], "paths": rel},
         digests.FOLDER,
         42,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.app.pack.sections import Item, Section
+from vaultmem.core.errors import PathOutsideVaultError
 from vaultmem.core.importance import score
 
 if TYPE_CHECKING:
@@ -42,11 +43,11 @@ KEEP = ("identity", "inbox")  # sections a budget never drops
 _QUICK = re.compile(r"^(type|evidence|updated|created)[ \t]*:[ \t]*['\"]?(.*?)['\"]?[ \t]*$", re.M)
 
 
-def fact_meta(path: Path) -> dict[str, str]:
+def fact_meta(vault: Vault, path: Path) -> dict[str, str]:
     """type, evidence, updated of a fact note, without YAML (only when the pack must cut)."""
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:4000]
-    except OSError:
+        head = vault.read_bytes(path, 4000)[:4000].decode("utf-8", errors="replace")
+    except (OSError, PathOutsideVaultError):
         return {}
     if not head.startswith("---"):
         return {}
@@ -81,7 +82,7 @@ def rate(vault: Vault, agent: str, sections: list[Section], now: datetime) -> li
         for item in s.items:
             kind, time, evidence = item.type, item.time, item.evidence
             if item.path and (not kind or not time):
-                meta = fact_meta(vault.root / item.path)
+                meta = fact_meta(vault, vault.root / item.path)
                 kind = kind or meta.get("type", "fact")
                 time = time or meta.get("updated") or meta.get("created")
                 evidence = int(meta["evidence"]) if meta.get("evidence", "").isdigit() else evidence

@@ -9,7 +9,7 @@ not shown) but never removes it. `vaultmem inbox` shows it alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 from typing import Any
@@ -70,16 +70,19 @@ class InboxView:
     items: tuple[coord.Item, ...]
     agents: tuple[str, ...]
     run: Invocation | None = None  # how the agent runs vaultmem (hints carry it)
+    failed: dict[str, str] = field(default_factory=dict)  # id -> why it is not shown
+    note: str = ""  # what was left out for failing verification ("" when nothing was)
 
     def item_dict(self, item: coord.Item) -> dict[str, Any]:
         return {**item.to_dict(self.agents), "ack_command": ack_command(self.agent, item, self.run)}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "agent": self.agent,
             "count": len(self.items),
             "items": [self.item_dict(i) for i in self.items],
         }
+        return {**out, "not_verified": self.failed} if self.failed else out
 
     @cached_property
     def lines(self) -> list[str]:
@@ -92,9 +95,17 @@ class InboxView:
 
 def inbox(vault: Vault, agent: str, *, index: coord.Index | None = None) -> InboxView:
     """What is open for `agent`, oldest first."""
+    from vaultmem.nexus.shown import ShowCheck
+
     agent = vault.require_agent(agent)
     index = index or coord.load(vault)
-    return InboxView(agent, tuple(index.inbox(agent)), index.agents, invocation(vault.root, agent))
+    check = ShowCheck(vault)  # an open item that fails verification is left out, and said
+    items = tuple(
+        i for i in index.inbox(agent) if check.problem(i.entry, hash_ok=i.hash_ok) is None
+    )
+    check.save()
+    run = invocation(vault.root, agent)
+    return InboxView(agent, items, index.agents, run, dict(check.failed), check.note())
 
 
 def inbox_section(view: InboxView, shown: int | None = None) -> Section:

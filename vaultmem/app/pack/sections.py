@@ -79,6 +79,20 @@ def _without(data: Any, ids: set[str], lines: set[str]) -> Any:
     return data
 
 
+def refused_section(refused: list[str]) -> Section:
+    """What the pack did not read because the file leads out of the vault (a committed link
+    to `/etc/shadow`): named, never followed. Priority 0, like identity: never dropped."""
+    lines = [f"- {msg}" for msg in dict.fromkeys(refused)]
+    return Section(
+        "not_read",
+        "Files not read (symlinks out of the vault)",
+        "\n".join(lines) + "\n\nRun `vaultmem status` to list them; replace each link with a file.",
+        {"refused": list(dict.fromkeys(refused))},
+        None,
+        0,
+    )
+
+
 def estimate_tokens(text: str) -> int:
     """About four characters per token for English prose and code: cheap and conservative."""
     return (len(text) + 3) // 4

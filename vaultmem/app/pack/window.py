@@ -18,6 +18,7 @@ from vaultmem.core import clock
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
 from vaultmem.nexus.coord import Item
+from vaultmem.nexus.shown import ShowCheck
 
 if TYPE_CHECKING:
     from vaultmem.nexus.coord import Index
@@ -264,6 +265,9 @@ def log_sections(
     # the order every clone agrees on: time, then id (after a merge, file order may differ)
     others.sort(key=entry.time_order)
     own.reverse()
+    check = ShowCheck(vault)  # what fails verification is left out, and said (issue 20)
+    others, own = check.genuine(others), check.genuine(own)
+    check.save()
     agents = index.agents if index is not None else vault.known_agents()
 
     def shown(e: entry.Entry) -> tuple[dict[str, Any], str]:
@@ -302,6 +306,8 @@ def log_sections(
         intro = f"{len(others)} new entries from other agents since {since or 'your last read'}."
     if elsewhere:
         intro += f" {elsewhere} more are shown above (your inbox, open alerts)."
+    if check.failed:
+        intro += " " + check.note()
     if more and cursor is not None:
         intro += (
             f" More were written than the {settings.max_new_entries} a read shows; the rest"
@@ -313,7 +319,7 @@ def log_sections(
             "new_entries",
             "New on the live log",
             text,
-            {"since": since, "more": more, "entries": new_data},
+            {"since": since, "more": more, "entries": new_data, "not_verified": check.failed},
             rel,
             30,
             ids=tuple(e.id for e in others),
