@@ -51,6 +51,11 @@ def _two_clones(tmp: Path) -> tuple[Path, Path, Path, Path]:
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
+    # an approval is chiara's signature: her key is made on A and committed before B clones
+    res = vm(a, home_a, "keys", "create", "--reviewer", "chiara")
+    assert res.returncode == 0, res.stderr
+    git(a, "add", "-A")
+    git(a, "commit", "--quiet", "-m", "chiara's key")
     bare = tmp / "origin.git"
     git(tmp, "init", "--quiet", "--bare", str(bare))
     git(a, "remote", "add", "origin", str(bare))
