@@ -158,6 +158,22 @@ def test_a_memo_line_written_by_an_agent_cannot_hide_a_forged_signature(vault: P
     assert [(p.kind, p.id) for p in report.problems] == [("forged", second.id)]
 
 
+def test_a_signature_replaced_after_the_memo_remembered_it_is_checked_again(vault: Path) -> None:
+    """The memo remembers one signature, not one entry: this machine verified both entries,
+    then the second one's signature is swapped for the first's (same hash, same key). Its memo
+    line no longer matches, so it is checked afresh and reported, as a fresh clone would."""
+    v = make_keys(vault, "ella")
+    first = log.append(v, "ella", "first").entry
+    second = log.append(v, "ella", "second").entry
+    assert verify.verify(v).ok  # both signatures are in the memo now
+    path = vault / "nexus/live-context.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(second.sig, first.sig), encoding="utf-8")  # type: ignore[arg-type]
+    assert [(p.kind, p.id) for p in verify.verify(Vault.open(vault)).problems] == [
+        ("forged", second.id)
+    ]
+
+
 def test_without_a_writable_home_every_signature_is_checked(vault: Path) -> None:
     v = make_keys(vault, "ella")
     log.append(v, "ella", "x")
