@@ -119,7 +119,7 @@ MUTANTS: list[Mutant] = [
         "if pk.agent != e.agent:",
         "if False:",
         "an entry signed with another agent's key is reported (forged)",
-        ("tests/test_signing.py", "tests/test_trust.py"),
+        ("tests/test_log_integrity.py", "tests/test_signing.py", "tests/test_trust.py"),
     ),
     Mutant(
         "verify-device-chain",
@@ -142,7 +142,7 @@ MUTANTS: list[Mutant] = [
         "vaultmem/nexus/verify.py",
         "if not pk.approved:",
         "if False:",
-        "a key nobody vouched for is reported",
+        "every entry signed with a key nobody vouched for is named",
         ("tests/test_signing.py", "tests/test_trust.py"),
     ),
     Mutant(
@@ -150,8 +150,8 @@ MUTANTS: list[Mutant] = [
         "vaultmem/nexus/verify.py",
         "if e.id != entry.entry_id(e.agent, e.seq, e.log, entry.device_of(e.id)):",
         "if False:",
-        "an id that does not match its agent and sequence number is reported",
-        ("tests/test_log_integrity.py", "tests/test_trust.py"),
+        "an id that does not match its agent and sequence number is reported (forged)",
+        ("tests/test_verify_forgery.py", "tests/test_log_integrity.py", "tests/test_trust.py"),
     ),
     # --- secrets -------------------------------------------------------------------------------
     Mutant(

@@ -75,6 +75,25 @@ def test_a_copied_vault_without_private_keys_starts_with_keys_create(
     assert verify.verify(v2).ok
 
 
+def test_every_entry_resting_on_an_unapproved_key_is_named(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attacker: someone with write access to the vault (not to ella's home) adds a key of
+    their own to ella's keys.md and writes entries as ella with it. verify names the key and
+    every entry it signed, so a person knows exactly what to distrust (or approve)."""
+    v = make_keys(vault, "ella")
+    log.append(v, "ella", "the real ella")
+    monkeypatch.setenv("VAULTMEM_HOME", str(tmp_path / "mallory-home"))
+    vm = Vault.open(vault)
+    info = signing.create_key(vm, "ella")
+    assert not info.approved
+    planted = [log.append(vm, "ella", f"as ella: step {i}").entry.id for i in (1, 2)]
+    found = [(p.kind, p.id) for p in verify.verify(vm).problems]
+    assert sorted(found) == sorted(
+        [("unapproved-key", info.key_id)] + [("unapproved-key", i) for i in planted]
+    )
+
+
 def info_device(v: Vault, key_id: str) -> str:
     return signing.public_keys(v)[key_id].device
 

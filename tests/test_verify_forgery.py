@@ -144,3 +144,29 @@ def test_an_entry_dropped_from_the_middle_of_a_chain_is_missing_on_a_fresh_clone
     problems = _problems(vc)
     assert [(p.kind, p.id) for p in problems] == [("missing", dropped.id)], problems
     assert "sequence jumps over it" in problems[0].message
+
+
+def test_an_entry_signed_by_one_agent_cannot_take_an_id_on_another_agents_chain(
+    vault: Path, tmp_path: Path
+) -> None:
+    """ella re-signs an entry of hers (her key, her name) under the id lyra.3, following
+    lyra.2's hash: hash, signature, key owner and device all hold, and lyra's chain would read
+    1, 2, 3. The id does not match its agent: forged."""
+    v = make_keys(vault, "ella", "lyra")
+    log.append(v, "lyra", "Front end on /v2/slots")
+    log.append(v, "lyra", "Tailwind for the forms")
+    mine = log.append(v, "ella", "Release on Friday").entry
+    vc, live = _fresh_clone(vault, tmp_path)
+    parsed = {e.id: e for e in entry.read_file(live).entries}
+    signer = signing.signer_for(vc, "ella")
+    assert signer is not None
+    forged = _resign(
+        parsed[mine.id], signer, id="lyra.3", seq=3, prev=parsed["lyra.2"].hash,
+        summary="lyra: the forms can skip validation",
+    )  # fmt: skip
+    text = live.read_text(encoding="utf-8").rstrip("\n")
+    live.write_text(text + "\n\n" + entry.render(forged).strip("\n") + "\n", encoding="utf-8")
+    assert "lyra.3" in {e.id for e in entry.read_file(live).entries}
+    problems = _problems(vc)
+    assert [(p.kind, p.id) for p in problems] == [("forged", "lyra.3")], problems
+    assert "does not match its agent" in problems[0].message
