@@ -9,6 +9,7 @@ puts the file back whatever happens.
     python scripts/mutate.py --list          # the mutants and whether each still applies
     python scripts/mutate.py -k verify       # only mutants whose name contains "verify"
     python scripts/mutate.py --full          # survivors are tried on the whole suite too
+    python scripts/mutate.py --targeted      # only each mutant's targeted tests (a first pass)
 
 It prints one line per mutant (killed / SURVIVED / equivalent / stale) and writes the same as JSON to
 bench/out/mutants.json. A mutant is *stale* when its line is no longer in the code: update it.
@@ -28,6 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+STRANGER = "tests/integration/test_sync_stranger.py"
+INCOMING = "tests/integration/test_sync_checks.py"
+WORKTREE = "tests/integration/test_sync_checks.py"
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ MUTANTS: list[Mutant] = [
         "if pk.agent != e.agent:",
         "if False:",
         "an entry signed with another agent's key is reported (forged)",
-        ("tests/test_signing.py", "tests/test_trust.py"),
+        ("tests/test_log_integrity.py", "tests/test_signing.py", "tests/test_trust.py"),
     ),
     Mutant(
         "verify-device-chain",
@@ -138,7 +142,7 @@ MUTANTS: list[Mutant] = [
         "vaultmem/nexus/verify.py",
         "if not pk.approved:",
         "if False:",
-        "a key nobody vouched for is reported",
+        "every entry signed with a key nobody vouched for is named",
         ("tests/test_signing.py", "tests/test_trust.py"),
     ),
     Mutant(
@@ -146,8 +150,8 @@ MUTANTS: list[Mutant] = [
         "vaultmem/nexus/verify.py",
         "if e.id != entry.entry_id(e.agent, e.seq, e.log, entry.device_of(e.id)):",
         "if False:",
-        "an id that does not match its agent and sequence number is reported",
-        ("tests/test_log_integrity.py", "tests/test_trust.py"),
+        "an id that does not match its agent and sequence number is reported (forged)",
+        ("tests/test_verify_forgery.py", "tests/test_log_integrity.py", "tests/test_trust.py"),
     ),
     # --- secrets -------------------------------------------------------------------------------
     Mutant(
@@ -157,6 +161,210 @@ MUTANTS: list[Mutant] = [
         "ghx_",
         "a GitHub token is caught by the scanner",
         ("tests/test_secrets.py", "tests/test_secrets_corpus.py"),
+    ),
+    # --- the signature memo: a line stands for one signature this machine checked ------------
+    Mutant(
+        "memo-unkeyed",
+        "vaultmem/nexus/verify.py",
+        'return hashlib.blake2b(raw, key=self.secret or b"", digest_size=16).hexdigest()',
+        'return hashlib.blake2b(raw, key=b"", digest_size=16).hexdigest()',
+        "a memo line is keyed with VAULTMEM_HOME's secret: an agent that writes .vaultmem/ "
+        "cannot make a forged signature pass",
+        ("tests/test_signing.py", "tests/test_verify_forgery.py"),
+    ),
+    Mutant(
+        "memo-any-line",
+        "vaultmem/nexus/verify.py",
+        "        if k in self.known:\n",
+        "        if self.known:\n",
+        "a signature is taken as checked only when the memo holds its own line",
+        ("tests/test_signing.py", "tests/test_verify_forgery.py"),
+    ),
+    Mutant(
+        "memo-without-signature",
+        "vaultmem/nexus/verify.py",
+        'raw = f"{e.hash}|{e.key}|{public}|{e.sig}".encode()',
+        'raw = f"{e.hash}|{e.key}|{public}".encode()',
+        "a memo line covers the signature: another signature on the same entry is checked afresh",
+        ("tests/test_signing.py", "tests/test_verify_forgery.py"),
+    ),
+    # --- the journal: what this machine appended ------------------------------------------------
+    Mutant(
+        "journal-replaced",
+        "vaultmem/nexus/verify.py",
+        "if found is not None and je.hash and found.hash != je.hash:",
+        "if False:",
+        "an entry this machine appended that the file now holds with another hash is reported",
+        ("tests/test_trust.py", "tests/test_log_integrity.py"),
+    ),
+    Mutant(
+        "journal-missing",
+        "vaultmem/nexus/verify.py",
+        "if mid not in all_ids and mid not in reported_missing and mid not in reported:",
+        "if False:",
+        "an entry this machine appended that is gone from the files is reported (missing)",
+        ("tests/test_log_integrity.py", "tests/test_trust.py"),
+    ),
+    # --- chains ---------------------------------------------------------------------------------
+    Mutant(
+        "chain-prev",
+        "vaultmem/nexus/verify.py",
+        "if cur.prev != expected and agent not in forked:",
+        "if False:",
+        "an entry whose prev is not the hash of its agent's previous entry is reported",
+        ("tests/test_log_integrity.py", "tests/test_verify_forgery.py", "tests/test_forks.py"),
+    ),
+    Mutant(
+        "chain-gap",
+        "vaultmem/nexus/verify.py",
+        "            if seq > expected_next:\n",
+        "            if False:\n",
+        "a sequence number an agent's chain jumps over is reported (missing), with no journal",
+        ("tests/test_log_integrity.py", "tests/test_verify_forgery.py"),
+    ),
+    # --- the ack rule: only a recipient's own ack closes an entry for it ---------------------
+    Mutant(
+        "ack-other-recipient",
+        "vaultmem/nexus/coord.py",
+        'if raw["resolved"] is not None or agent in raw["acked_by"]:',
+        'if raw["resolved"] is not None or raw["acked_by"]:',
+        "one recipient's ack closes an entry for that recipient only, not for the others",
+        ("tests/test_coordination.py",),
+    ),
+    Mutant(
+        "ack-own-entry",
+        "vaultmem/nexus/coord.py",
+        'if raw is not None and raw["agent"] != e.agent:',
+        "if raw is not None:",
+        "an agent's ack of its own entry is not counted in the coordination index",
+        ("tests/test_coordination.py",),
+    ),
+    Mutant(
+        "ack-own-pack",
+        "vaultmem/app/pack/window.py",
+        "if _author(a) != e.agent:",
+        "if True:",
+        "an agent's ack of its own entry does not make it look answered in others' packs",
+        ("tests/test_coordination.py", "tests/test_context.py"),
+    ),
+    # --- secrets in names -----------------------------------------------------------------------
+    Mutant(
+        "secrets-identifiers-refuse-only",
+        "vaultmem/core/secrets.py",
+        "for field, value in (identifiers or {}).items():",
+        'for field, value in ((identifiers or {}) if policy == "refuse" else {}).items():',
+        "a secret in a name (fact, tag, channel, section, key) is refused under every policy",
+        ("tests/test_secret_names.py",),
+    ),
+    # --- the memory gate: an agent changes only its own memory ------------------------------
+    Mutant(
+        "gate-shared-write",
+        "vaultmem/memory/gate.py",
+        'if agent and scope != "agent":',
+        "if False:",
+        "an acting agent cannot write shared memory (it proposes with retain)",
+        ("tests/test_memory_gate.py",),
+    ),
+    Mutant(
+        "gate-owner-only",
+        "vaultmem/memory/gate.py",
+        "if owner == agent and author == agent:",
+        "if owner == agent:",
+        "an agent cannot change a note a person wrote, even in its own memory folder",
+        ("tests/test_memory_gate.py",),
+    ),
+    Mutant(
+        "gate-author-only",
+        "vaultmem/memory/gate.py",
+        "if owner == agent and author == agent:",
+        "if author == agent:",
+        "an agent cannot change shared memory, even a note it wrote",
+        ("tests/test_memory_gate.py",),
+    ),
+    # --- sync: what arrives through git is a stranger's ----------------------------------------
+    Mutant(
+        "incoming-local-state",
+        "vaultmem/app/sync/incoming.py",
+        "if any(p.lower() in LOCAL_DIRS for p in parts):",
+        "if False:",
+        "a remote's tree never writes .vaultmem/ or .git/ (local state) on this machine",
+        (STRANGER + "::test_a_pickled_index_from_the_remote_never_runs", INCOMING),
+    ),
+    Mutant(
+        "incoming-local-state-case",
+        "vaultmem/app/sync/incoming.py",
+        "if any(p.lower() in LOCAL_DIRS for p in parts):",
+        "if any(p in LOCAL_DIRS for p in parts):",
+        "local state is refused whatever its case (.VaultMem/ is .vaultmem/ on macOS)",
+        (INCOMING,),
+    ),
+    Mutant(
+        "incoming-symlink",
+        "vaultmem/app/sync/incoming.py",
+        "if change.mode == LINK:",
+        "if False:",
+        "a remote's tree never creates a symbolic link",
+        (STRANGER + "::test_a_symlink_from_the_remote_is_refused", INCOMING),
+    ),
+    Mutant(
+        "incoming-submodule",
+        "vaultmem/app/sync/incoming.py",
+        "if change.mode == GITLINK:",
+        "if False:",
+        "a remote's tree never creates a submodule",
+        (INCOMING,),
+    ),
+    Mutant(
+        "incoming-merge-rules",
+        "vaultmem/app/sync/incoming.py",
+        "if new != rule and (base is not None or new is not None):",
+        "if False:",
+        "a remote cannot change how vaultmem's files merge (.gitattributes)",
+        (STRANGER + "::test_a_remote_cannot_change_how_the_logs_merge", INCOMING),
+    ),
+    # --- sync: the working tree ---------------------------------------------------------------
+    Mutant(
+        "move-committed-bytes",
+        "vaultmem/app/sync/worktree.py",
+        "if _current(_on_disk(root, mv.path)) != mv.old:",
+        "if False:",
+        "the move to a merge puts off (writes nothing) when a file no longer holds what was "
+        "committed: a person's save is never overwritten",
+        (WORKTREE,),
+    ),
+    Mutant(
+        "commit-local-state",
+        "vaultmem/app/sync/worktree.py",
+        "if any(n in LOCAL_NAMES for n in names) or names[-1].startswith(SCRATCH_PREFIXES):",
+        "if False:",
+        "local state is never committed, even when a .gitignore stops ignoring it",
+        (STRANGER + "::test_a_hostile_gitignore_cannot_make_the_victim_push_local_state", WORKTREE),
+    ),
+    Mutant(
+        "commit-links",
+        "vaultmem/app/sync/worktree.py",
+        'elif new_mode in ("120000", "160000"):',
+        "elif False:",
+        "a local symbolic link or nested repository is never committed (nor pushed)",
+        (STRANGER + "::test_a_local_symlink_is_never_pushed", WORKTREE),
+    ),
+    # --- the sync barrier every write lock takes ----------------------------------------------
+    Mutant(
+        "lock-barrier",
+        "vaultmem/core/locking.py",
+        'if path.parent.name == "locks" and path.name not in _OUTSIDE_BARRIER:',
+        "if False:",
+        "every vaultmem write lock holds the sync barrier (shared): no write runs while a sync "
+        "commits and moves the working tree",
+        ("tests/test_locking.py",),
+    ),
+    Mutant(
+        "lock-barrier-shared",
+        "vaultmem/core/locking.py",
+        '_wait_for(barrier, path.with_name(BARRIER), deadline, timeout, "sync", shared=True)',
+        '_wait_for(barrier, path.with_name(BARRIER), deadline, timeout, "sync", shared=False)',
+        "writers share the barrier: two writes under different locks run at once",
+        ("tests/test_locking.py",),
     ),
     # --- the log's escaping: an agent cannot forge another agent's entry ------------------------
     Mutant(
@@ -187,7 +395,7 @@ def run(args: list[str], timeout: float) -> tuple[bool, str]:
     return proc.returncode == 0, failed
 
 
-def try_mutant(m: Mutant, *, full: bool, timeout: float) -> dict[str, str]:
+def try_mutant(m: Mutant, *, full: bool, targeted: bool, timeout: float) -> dict[str, str]:
     path = ROOT / m.path
     original = path.read_text(encoding="utf-8")
     if original.count(m.find) != 1:
@@ -195,18 +403,20 @@ def try_mutant(m: Mutant, *, full: bool, timeout: float) -> dict[str, str]:
     started = time.monotonic()
     try:
         path.write_text(original.replace(m.find, m.replace), encoding="utf-8")
-        stages: list[list[str]] = []
+        stages: list[tuple[str, list[str]]] = []
         if m.tests:
-            stages.append(list(m.tests))
-        stages.append(["-m", "not slow", "-n", "2"])
+            stages.append(("targeted", list(m.tests)))
+        if not targeted:
+            stages.append(("quick suite", ["-m", "not slow", "-n", "2"]))
         if full:
-            stages.append(["-n", "2"])
-        for stage in stages:
-            passed, detail = run(stage, timeout)
+            stages.append(("whole suite", ["-n", "2"]))
+        for stage, args in stages:
+            passed, detail = run(args, timeout)
             if not passed:
                 return {
                     "name": m.name,
                     "result": "killed",
+                    "stage": stage,
                     "detail": detail,
                     "seconds": f"{time.monotonic() - started:.0f}",
                 }
@@ -221,12 +431,30 @@ def try_mutant(m: Mutant, *, full: bool, timeout: float) -> dict[str, str]:
         path.write_text(original, encoding="utf-8")
 
 
+def markdown(report: list[dict[str, str]]) -> str:
+    """The run as a table: what each mutant breaks, and the test that caught it (or why not)."""
+    rows = ["| mutant | file | promise | result | killed by / why equivalent | s |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in report:
+        detail = r["detail"].removeprefix("FAILED ").split(" - ")[0]
+        if r["result"] == "killed":
+            detail = f"`{detail}` ({r.get('stage', '')})"
+        cells = [f"`{r['name']}`", f"`{r['path']}`", r["promise"], r["result"], detail,
+                 r.get("seconds", "-")]  # fmt: skip
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("-k", default="", help="only mutants whose name contains this")
     ap.add_argument("--list", action="store_true", help="list the mutants and whether they apply")
     ap.add_argument("--full", action="store_true", help="try survivors on the whole suite too")
+    ap.add_argument(
+        "--targeted", action="store_true", help="only the targeted tests (a quick first pass)"
+    )
     ap.add_argument("--timeout", type=float, default=900, help="seconds per test run")
+    ap.add_argument("--markdown", type=Path, help="also write the results as a markdown table")
     opts = ap.parse_args()
     chosen = [m for m in MUTANTS if opts.k in m.name]
     if opts.list:
@@ -237,7 +465,7 @@ def main() -> int:
         return 0
     report = []
     for m in chosen:
-        row = try_mutant(m, full=opts.full, timeout=opts.timeout)
+        row = try_mutant(m, full=opts.full, targeted=opts.targeted, timeout=opts.timeout)
         report.append({**row, "promise": m.promise, "path": m.path})
         print(f"{row['name']:28} {row['result']:10} {row.get('seconds', '-'):>5}s  {row['detail']}")
         sys.stdout.flush()
@@ -248,6 +476,8 @@ def main() -> int:
     for row in report:
         counts[row["result"]] = counts.get(row["result"], 0) + 1
     print(", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    if opts.markdown:
+        opts.markdown.write_text(markdown(report), encoding="utf-8")
     return 1 if counts.get("SURVIVED") or counts.get("stale") else 0
 
 

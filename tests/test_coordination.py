@@ -125,6 +125,20 @@ def test_acks_count_for_the_agent_that_wrote_them(vault: Path) -> None:
     assert inbox_ids(vault, "lyra") == []
 
 
+def test_an_agent_s_ack_of_its_own_entry_counts_for_nobody(vault: Path) -> None:
+    """Attacker: an agent that wants its handoffs to look handled acks them itself. The index
+    and the others' packs ignore that ack: only a recipient's ack closes an entry for it."""
+    h = append(vault, "ella", "Rotate the API keys", "--type", "handoff", "--to", "lyra")
+    loose = append(vault, "ella", "Anyone: take the migration", "--type", "handoff")
+    append(vault, "ella", "handled", "--type", "ack", "--ack", h, "--ack", loose)
+    item = cli_json(vault, "inbox", "--agent", "lyra")["items"][0]
+    assert item["id"] == h and item["acked_by"] == {} and item["waiting_for"] == ["lyra"]
+    assert "acked by" not in cli(vault, "inbox", "--agent", "lyra").stdout
+    entries = pack(vault, "lyra", "--peek")["sections"]["new_entries"]["data"]["entries"]
+    assert next(e for e in entries if e["id"] == loose)["awaiting_ack"] is True
+    assert coord.load(Vault.open(vault)).get(h).acked_by == {}  # type: ignore[union-attr]
+
+
 def test_a_handoff_to_two_agents_where_one_acks(vault: Path) -> None:
     h = append(
         vault, "ella", "Prices are cents now", "--type", "handoff", "--to", "lyra", "--to", "nova"

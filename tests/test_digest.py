@@ -258,6 +258,7 @@ def _no_digests(root: Path) -> bool:
     return not folder.exists() or not list(folder.glob("*.md"))
 
 
+@pytest.mark.slow  # ~4 s alone, 7 s in the quick loop under load (two CLI runs through the SDK)
 def test_malformed_reply_writes_nothing(llm_week: Path, fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.queue(text_reply("Here is the digest: ..."))
     res = digest_cli(llm_week)

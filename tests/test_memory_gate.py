@@ -100,3 +100,48 @@ def test_memory_descriptions_are_fenced_as_agents_text_in_the_pack(vault: Path) 
     before, fenced = section.split("~~~~ vaultmem-data", 1)
     assert attack not in before and attack in fenced.split("\n~~~~", 1)[0]
     assert "treat it as data" in before
+
+
+@pytest.mark.parametrize("action", ["retract", "forget"])
+def test_an_agent_cannot_retire_a_shared_memory_it_proposed(vault: Path, action: str) -> None:
+    """ella proposed it and chiara approved it: the shared note keeps `author: ella`, but it
+    is shared memory now, and changes only through the bank."""
+    from vaultmem.bank import retain
+    from vaultmem.core.vault import Vault
+
+    fid = retain.retain(Vault.open(vault), "Deploys freeze on Fridays", agent="ella",
+                        type_="project", source="session-7").id  # fmt: skip
+    res = run_cli("promote", "approve", fid, "--reviewer", "chiara", "--name", "Friday freeze",
+                  "--vault", str(vault), "--json")  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    memory = json.loads(res.stdout)["memory"]
+    assert memory["scope"] == "shared"
+    assert notes.read(vault / memory["path"]).meta["author"] == "ella"
+    before = files(vault)
+    args = ["--why", "no longer true"] if action == "retract" else []
+    res = run_cli(action, str(memory["id"]), *args, "--agent", "ella", "--vault", str(vault))
+    assert res.exit_code == 8, (res.stdout, res.stderr)
+    assert "shared memory" in res.stderr and "vaultmem retain" in res.stderr
+    assert files(vault) == before
+
+
+@pytest.mark.parametrize("action", ["retract", "forget"])
+def test_an_agent_cannot_retire_what_a_person_wrote_into_its_own_folder(
+    vault: Path, action: str
+) -> None:
+    """A person put a rule into ella's own memory folder (their note, `author: person`): being
+    in ella's folder does not make it ella's to retire."""
+    code, fact, err = remember(
+        vault, "Always run the tests", "--name", "Tests", "--scope", "agent", "--agent", "ella"
+    )
+    assert code == 0, err
+    path = vault / str(fact["path"])
+    assert path.parts[-4:-2] == ("agents", "ella")
+    path.write_text(path.read_text(encoding="utf-8").replace("author: ella", "author: person"))
+    assert notes.read(path).meta["author"] == "person"
+    before = files(vault)
+    args = ["--why", "slows me down"] if action == "retract" else []
+    res = run_cli(action, str(fact["id"]), *args, "--agent", "ella", "--vault", str(vault))
+    assert res.exit_code == 8, (res.stdout, res.stderr)
+    assert "memory a person wrote" in res.stderr
+    assert files(vault) == before

@@ -76,6 +76,25 @@ def test_a_copied_vault_without_private_keys_starts_with_keys_create(
     assert verify.verify(v2).ok
 
 
+def test_every_entry_resting_on_an_unapproved_key_is_named(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attacker: someone with write access to the vault (not to ella's home) adds a key of
+    their own to ella's keys.md and writes entries as ella with it. verify names the key and
+    every entry it signed, so a person knows exactly what to distrust (or approve)."""
+    v = make_keys(vault, "ella")
+    log.append(v, "ella", "the real ella")
+    monkeypatch.setenv("VAULTMEM_HOME", str(tmp_path / "mallory-home"))
+    vm = Vault.open(vault)
+    info = signing.create_key(vm, "ella")
+    assert not info.approved
+    planted = [log.append(vm, "ella", f"as ella: step {i}").entry.id for i in (1, 2)]
+    found = [(p.kind, p.id) for p in verify.verify(vm).problems]
+    assert sorted(found) == sorted(
+        [("unapproved-key", info.key_id)] + [("unapproved-key", i) for i in planted]
+    )
+
+
 def info_device(v: Vault, key_id: str) -> str:
     return signing.public_keys(v)[key_id].device
 
@@ -157,6 +176,22 @@ def test_a_memo_line_written_by_an_agent_cannot_hide_a_forged_signature(vault: P
     memo.write_text("\n".join(forged) + "\n")
     report = verify.verify(Vault.open(vault))
     assert [(p.kind, p.id) for p in report.problems] == [("forged", second.id)]
+
+
+def test_a_signature_replaced_after_the_memo_remembered_it_is_checked_again(vault: Path) -> None:
+    """The memo remembers one signature, not one entry: this machine verified both entries,
+    then the second one's signature is swapped for the first's (same hash, same key). Its memo
+    line no longer matches, so it is checked afresh and reported, as a fresh clone would."""
+    v = make_keys(vault, "ella")
+    first = log.append(v, "ella", "first").entry
+    second = log.append(v, "ella", "second").entry
+    assert verify.verify(v).ok  # both signatures are in the memo now
+    path = vault / "nexus/live-context.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(second.sig, first.sig), encoding="utf-8")  # type: ignore[arg-type]
+    assert [(p.kind, p.id) for p in verify.verify(Vault.open(vault)).problems] == [
+        ("forged", second.id)
+    ]
 
 
 def test_without_a_writable_home_every_signature_is_checked(vault: Path) -> None:

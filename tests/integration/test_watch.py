@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -120,6 +122,36 @@ def test_watch_survives_a_burst_of_1000_changes(vault: Path, watching: list) -> 
     assert events > len(watching), f"{events} events, {len(watching)} refreshes"
 
 
+# bounded waits for a loaded machine (2 cores, several suites at once): each returns as soon as
+# its event happens, so they cost nothing when the machine is idle
+READY_S = 120  # start-up and a first full index
+CHANGE_S = 60  # a saved file seen and indexed
+EXIT_S = 60  # observer stopped and joined, heartbeat removed
+
+
+def _lines(stream: IO[str]) -> queue.Queue[str | None]:
+    """stdout's lines as they come, read by a thread: every wait has a timeout (a bare
+    readline() would block the test forever if the watcher never printed)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)  # the process closed stdout
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _next_json(lines: queue.Queue[str | None], timeout: float, what: str) -> dict[str, Any]:
+    try:
+        line = lines.get(timeout=timeout)
+    except queue.Empty:
+        raise AssertionError(f"no {what} line within {timeout:g}s") from None
+    assert line is not None, f"watch exited before printing its {what} line"
+    return json.loads(line)  # type: ignore[no-any-return]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_watch_command_exits_cleanly_on_ctrl_c_or_sigterm(vault: Path, sig: int) -> None:
@@ -133,14 +165,23 @@ def test_watch_command_exits_cleanly_on_ctrl_c_or_sigterm(vault: Path, sig: int)
     )
     try:
         assert proc.stdout is not None
-        first = json.loads(proc.stdout.readline())
+        lines = _lines(proc.stdout)
+        # the readiness signal: the first line comes once the observer runs and the index is
+        # built, after the SIGTERM handler is installed (SIGINT is Python's KeyboardInterrupt)
+        first = _next_json(lines, READY_S, "ready")
         assert first["events"] == 0 and first["index"]["files"] > 10
         (vault / "wiki" / "Ibis.md").write_text("# Ibis\n\nibis\n")
-        second = json.loads(proc.stdout.readline())
+        second = _next_json(lines, CHANGE_S, "refresh")
         assert second["events"] >= 1 and second["index"]["refreshed"] == 1
         proc.send_signal(sig)
-        assert proc.wait(15) == 0
+        try:
+            code = proc.wait(EXIT_S)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"watch still running {EXIT_S}s after {sig!r}") from None
+        assert proc.stderr is not None
+        assert code == 0, proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
     assert not (vault / ".vaultmem" / "index" / "heartbeat.json").exists()

@@ -47,7 +47,7 @@ def check_may_change(
         return
     whose = "shared memory" if owner is None else f"{owner}'s memory"
     if owner is not None and author != agent:
-        whose = f"memory {author or 'a person'} wrote"
+        whose = f"memory {'a person' if author in ('', 'person') else author} wrote"
     raise RefusedError(
         f"refused: an agent ({agent}) cannot {action} {whose} ({meta.get('id') or path.stem})",
         PROPOSE.format(agent=agent),

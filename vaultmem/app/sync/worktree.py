@@ -110,7 +110,9 @@ def commit_all(vault: Vault, root: Path, message: str | None = None) -> Commit |
             skipped.append(rel)
     for batch in (local, skipped):
         if batch:
-            git_tracked(root, children, "rm", "--cached", "--quiet", "-r", "--", *batch)
+            # --force: the index may hold a local file's older bytes (git.pid is rewritten for
+            # this very git call); only the index changes, never a file
+            git_tracked(root, children, "rm", "--cached", "--force", "--quiet", "-r", "--", *batch)
     if git(root, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return None
     text = message or describe(vault, root)
