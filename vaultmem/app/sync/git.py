@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from vaultmem.core.errors import LockTimeoutError, UnavailableError, VaultmemError
@@ -111,6 +112,36 @@ def git_bytes(root: Path, *args: str, stdin: bytes | None = None, timeout: float
         text = proc.stderr.decode("utf-8", "replace")
         raise failure(list(args), subprocess.CompletedProcess(args, proc.returncode, "", text))
     return proc.stdout
+
+
+@dataclass(frozen=True)
+class TreeChange:
+    """One entry `git diff-tree --raw` reports: modes and blob ids ("0"*40 when absent)."""
+
+    old_mode: str
+    new_mode: str
+    old_blob: str
+    new_blob: str
+    path: str
+
+
+def diff_tree(root: Path, old: str, new: str) -> list[TreeChange]:
+    """Every entry that differs between two trees (no renames, recursive), parsed from -z."""
+    raw = git_bytes(root, "diff-tree", "-r", "-z", "--no-commit-id", "--raw", "--no-renames",
+                    old, new)  # fmt: skip
+    parts = raw.split(b"\0")
+    out = []
+    i = 0
+    while i + 1 < len(parts):
+        meta = parts[i].decode()
+        if not meta.startswith(":"):
+            i += 1
+            continue
+        old_mode, new_mode, old_blob, new_blob, _status = meta[1:].split()
+        path = parts[i + 1].decode("utf-8", "surrogateescape")
+        out.append(TreeChange(old_mode, new_mode, old_blob, new_blob, path))
+        i += 2
+    return out
 
 
 def rev(root: Path, spec: str) -> str | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from vaultmem.app.sync.git import git, git_bytes
+from vaultmem.app.sync.git import diff_tree, git, git_bytes
 from vaultmem.core.errors import RefusedError
 
 LINK, GITLINK = "120000", "160000"
@@ -52,20 +52,7 @@ def _changes(root: Path, old: str | None, new: str) -> list[Change]:
             mode, _kind, blob = head.decode().split()
             out.append(Change(mode, blob, path.decode("utf-8", "surrogateescape")))
         return out
-    raw = git_bytes(root, "diff-tree", "-r", "-z", "--no-commit-id", "--raw", "--no-renames",
-                    old, new)  # fmt: skip
-    parts = raw.split(b"\0")
-    out = []
-    i = 0
-    while i + 1 < len(parts):
-        text = parts[i].decode()
-        if not text.startswith(":"):
-            i += 1
-            continue
-        _old_mode, mode, _old_blob, blob, _status = text[1:].split()
-        out.append(Change(mode, blob, parts[i + 1].decode("utf-8", "surrogateescape")))
-        i += 2
-    return out
+    return [Change(c.new_mode, c.new_blob, c.path) for c in diff_tree(root, old, new)]
 
 
 def _bad(change: Change) -> str | None:

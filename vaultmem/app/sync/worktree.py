@@ -24,7 +24,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from vaultmem.app.sync.git import blob_id, git, git_bytes, git_tracked, stage, who
+from vaultmem.app.sync.git import blob_id, diff_tree, git, git_bytes, git_tracked, stage, who
 from vaultmem.core import seal
 from vaultmem.core.fsio import TEMP_PREFIX, atomic_write, ensure_dir, fsync_dir
 from vaultmem.core.vault import Vault
@@ -139,21 +139,13 @@ class MovePutOff(Exception):
 
 
 def _tree_changes(root: Path, frm: str, to: str) -> list[Move]:
-    raw = git_bytes(root, "diff-tree", "-r", "-z", "--raw", "--no-renames", frm, to)
-    parts = raw.split(b"\0")
-    moves = []
-    i = 0
-    while i + 1 < len(parts):
-        meta = parts[i].decode()
-        if not meta.startswith(":"):
-            i += 1
-            continue
-        _om, mode, ob, nb, _st = meta[1:].split()
-        zero = "0" * len(ob)
-        moves.append(Move(parts[i + 1].decode("utf-8", "surrogateescape"),
-                          None if ob == zero else ob, None if nb == zero else nb, mode))  # fmt: skip
-        i += 2
-    return moves
+    def blob(oid: str) -> str | None:
+        return None if oid.strip("0") == "" else oid
+
+    return [
+        Move(c.path, blob(c.old_blob), blob(c.new_blob), c.new_mode)
+        for c in diff_tree(root, frm, to)
+    ]
 
 
 def _on_disk(root: Path, rel: str) -> Path:
