@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 
-def read_jsonl(path: Path, *, max_bytes: int | None = None) -> list[dict[str, Any]]:
-    """Every JSON object in the file, in order; [] when the file does not exist.
-
-    With `max_bytes`, only the objects in the file's last `max_bytes` (a line cut by that
-    boundary is left out): the recent records of a long file, for the cost of a short read."""
+def tail_lines(path: Path, *, max_bytes: int | None = None) -> bytes:
+    """The file's bytes (b"" when it does not exist); with `max_bytes`, only its last
+    `max_bytes`, less the line that boundary cut: the recent records of a long file, for the
+    cost of a short read."""
     try:
         with open(path, "rb") as fh:
             size = fh.seek(0, 2)
@@ -22,12 +21,17 @@ def read_jsonl(path: Path, *, max_bytes: int | None = None) -> list[dict[str, An
             fh.seek(start)
             data = fh.read()
     except (FileNotFoundError, NotADirectoryError):
-        return []
-    lines = data.split(b"\n")
+        return b""
     if start > 0:
-        lines = lines[1:]  # the boundary may cut the first line
+        data = data.partition(b"\n")[2]  # the boundary may cut the first line
+    return data
+
+
+def read_jsonl(path: Path, *, max_bytes: int | None = None) -> list[dict[str, Any]]:
+    """Every JSON object in the file, in order; [] when the file does not exist. With
+    `max_bytes`, only the objects in its last `max_bytes` (`tail_lines`)."""
     out: list[dict[str, Any]] = []
-    for raw in lines:
+    for raw in tail_lines(path, max_bytes=max_bytes).split(b"\n"):
         try:
             item = json.loads(raw)
         except ValueError:

@@ -118,14 +118,9 @@ def _seal_name(agent: str) -> str:
 
 def _records(agent: str, path: Path, *, max_bytes: int | None = None) -> list[dict[str, Any]]:
     """The sealed lines of one receipts file (its last `max_bytes`); others are left out."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, 2)
-            start = 0 if max_bytes is None else max(0, size - max_bytes)
-            fh.seek(start)
-            data = fh.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+    from vaultmem.core.jsonl import tail_lines
+
+    data = tail_lines(path, max_bytes=max_bytes)
     return [x for x in seal.lines(_seal_name(agent), data) if isinstance(x, dict)]
 
 
