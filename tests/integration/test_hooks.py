@@ -472,3 +472,13 @@ def test_a_resumed_session_queues_only_its_new_turns(vault: Path, tmp_path: Path
     later = json.loads(second.read_text())["turns"]
     assert [t["text"] for t in later] == ["Also log every refund with its reason code."]
     assert later[0]["n"] > turns  # cited by its place in the whole session
+
+
+@pytest.mark.parametrize("event", ["prompt", "session-start", "stop", "pre-compact", "session-end"])
+def test_deeply_nested_json_on_stdin_keeps_the_hook_contract(vault: Path, event: str) -> None:
+    """'[' * 5000 on stdin made json's decoder recurse past Python's limit: the hook exited 1
+    with "unexpected RecursionError" (issue 22). It is malformed input like any other."""
+    proc = hook(event, "[" * 5000 + "]" * 5000, vault)
+    assert proc.returncode == 0, proc.stderr
+    assert "RecursionError" not in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr

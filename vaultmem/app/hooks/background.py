@@ -137,7 +137,7 @@ def _worth_it(payload: str) -> bool:
 
     try:
         data = json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: '[' * 5000
         return False
     path = data.get("transcript_path") if isinstance(data, dict) else None
     return isinstance(path, str) and os.path.isfile(os.path.expanduser(path))

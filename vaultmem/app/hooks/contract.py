@@ -116,6 +116,8 @@ def parse_input(text: str) -> HookInput:
         return HookInput(problem=f"stdin is not JSON ({exc.msg} at line {exc.lineno})")
     except ValueError:
         return HookInput(problem="stdin is not JSON")
+    except RecursionError:  # '[' * 5000: json's decoder recurses once per level
+        return HookInput(problem="stdin is JSON nested too deeply to read")
     if not isinstance(data, dict):
         return HookInput(problem=f"stdin is JSON but not an object ({type(data).__name__})")
 

@@ -247,7 +247,7 @@ def nothing_new(args: list[str], payload: str) -> bool:
 
     try:
         data = json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: '[' * 5000
         return False
     # sealed (core/seal.py): a cursor this machine did not write is no cursor
     cursor = seal.read(os.path.join(root, ".vaultmem", "cursors", f"{agent}.json"))
