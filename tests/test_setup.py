@@ -4,6 +4,7 @@ untouched, idempotent, and `--remove` gives the original files back."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import tomllib
@@ -379,3 +380,57 @@ def test_setup_needs_a_known_agent(vault: Path, project: Path) -> None:
     assert code == 4 and "unknown agent" in err
     code, _out, err = setup("claude-code", "--vault", str(vault), "--project", str(project))
     assert code == 2 and "--agent" in err
+
+
+def test_a_symlinked_settings_file_is_edited_where_it_points(
+    vault: Path, project: Path, tmp_path: Path
+) -> None:
+    """Dotfiles keep `.claude/settings.json` as a link into a dotfiles repository: setup edits
+    the file the link points at and leaves the link a link; --remove restores its bytes and
+    never deletes the file behind the link (issue 22)."""
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    link = project / ".claude" / "settings.json"
+    dotfiles.write_text(link.read_text())
+    link.unlink()
+    link.symlink_to(dotfiles)
+    before = dotfiles.read_bytes()
+    code, _out, err = cc(vault, project)
+    assert code == 0, err
+    assert link.is_symlink() and Path(os.readlink(link)) == dotfiles
+    assert "vaultmem" in dotfiles.read_text() and "hook" in dotfiles.read_text()
+    code, _out, err = cc(vault, project, "--remove")
+    assert code == 0, err
+    assert link.is_symlink() and dotfiles.read_bytes() == before
+
+
+def test_a_dangling_settings_link_is_refused(vault: Path, project: Path, tmp_path: Path) -> None:
+    link = project / ".claude" / "settings.json"
+    link.unlink()
+    link.symlink_to(tmp_path / "nowhere.json")
+    before = snapshot(project)
+    code, _out, err = cc(vault, project)
+    assert code == 8 and "is a link to" in err and snapshot(project) == before
+    assert link.is_symlink() and not (tmp_path / "nowhere.json").exists()
+
+
+def test_a_read_only_file_is_refused_not_replaced(vault: Path, project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.chmod(0o444)
+    before = snapshot(project)
+    try:
+        code, _out, err = cc(vault, project)  # refused by its mode, even when run as root
+        assert code == 8 and "read-only" in err and snapshot(project) == before
+        assert oct(settings.stat().st_mode & 0o777) == "0o444"
+    finally:
+        settings.chmod(0o644)
+
+
+def test_duplicate_keys_are_refused(vault: Path, project: Path) -> None:
+    """Two "hooks" members in one object: parsers keep one, so an edit to the other would
+    install nothing and still exit 0. Setup refuses and changes nothing (issue 22)."""
+    settings = project / ".claude" / "settings.json"
+    settings.write_text('{"hooks": {}, "model": "x", "hooks": {"Stop": []}}\n')
+    before = snapshot(project)
+    code, _out, err = cc(vault, project)
+    assert code == 5 and "'hooks' twice" in err and snapshot(project) == before

@@ -68,8 +68,10 @@ def machine(tmp_path: Path) -> dict[str, Path]:
 
 
 def payload(m: dict[str, Path], event: str, **extra: Any) -> str:
-    transcript = m["tmp"] / "session.jsonl"
+    # where Claude Code keeps it (~/.claude/projects/), one of the folders hooks read from
+    transcript = Path(os.environ["HOME"]) / ".claude" / "projects" / "a" / "session.jsonl"
     if not transcript.exists():
+        transcript.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURES / "transcripts" / "claude-code-session.jsonl", transcript)
     return json.dumps(
         {

@@ -482,3 +482,52 @@ def test_deeply_nested_json_on_stdin_keeps_the_hook_contract(vault: Path, event:
     assert proc.returncode == 0, proc.stderr
     assert "RecursionError" not in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    "where", ["etc-passwd", "proc-environ", "link-out", "wrong-suffix", "cwd-root"]
+)
+def test_transcript_path_outside_the_runtimes_folders_is_never_read(
+    vault: Path, tmp_path: Path, where: str
+) -> None:
+    """From the attacker's side (issue 22): a payload whose transcript_path names a file that is
+    not a transcript (a system file, a link out of the project, a secret without a transcript's
+    suffix, a project claimed to be `/`) is read as no transcript. Nothing is queued, nothing of
+    the file reaches the queue or a checkpoint, and the hook answers as usual (exit 0)."""
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text('{"type": "user", "message": {"role": "user", "content": "MARKER-7Q"}}\n')
+    project = tmp_path / "project"
+    project.mkdir()
+    target: str
+    cwd = str(project)
+    if where == "etc-passwd":
+        target = "/etc/passwd"
+    elif where == "proc-environ":
+        target = "/proc/self/environ"
+    elif where == "link-out":
+        (project / "session.jsonl").symlink_to(secret)
+        target = str(project / "session.jsonl")
+    elif where == "wrong-suffix":
+        (project / ".env").write_text(secret.read_text())
+        target = str(project / ".env")
+    else:
+        target = str(tmp_path / "outside" / "secret.jsonl")
+        shutil.copy(secret, target)
+        cwd = "/"
+    data = fixture("session-end", tmp_path, transcript_path=target, cwd=cwd)
+    proc = hook("session-end", data, vault)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert not list((vault / ".vaultmem" / "queue").glob("**/*.json"))
+    for file in vault.rglob("*"):
+        if file.is_file():
+            assert b"MARKER-7Q" not in file.read_bytes(), file
+            assert b"root:x:0" not in file.read_bytes(), file
+
+
+def test_a_transcript_in_the_project_is_still_queued(vault: Path, tmp_path: Path) -> None:
+    """The other side of the transcript check: the runtime's real transcript in the project
+    folder (a regular .jsonl file) is read and queued."""
+    data = fixture("session-end", tmp_path)
+    assert hook("session-end", data, vault).returncode == 0
+    assert len(list((vault / ".vaultmem" / "queue" / "ella").glob("*.json"))) == 1

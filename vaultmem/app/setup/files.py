@@ -17,6 +17,8 @@ Three kinds of edit, each keeping every byte of the person's file it does not ow
 from __future__ import annotations
 
 import difflib
+import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,7 +111,34 @@ def _doc(text: str | None, path: Path) -> tuple[str, jsonedit.Node]:
         raise IntegrityError(
             f"{path} does not hold a JSON object", "vaultmem setup changed nothing"
         )
+    duplicate = _duplicate_key(source)
+    if duplicate is not None:
+        # JSON parsers keep one of two same-named members (Python's and Node's the last):
+        # an edit to the other would install nothing and still exit 0
+        raise IntegrityError(
+            f"{path} has the key {duplicate!r} twice in one object; vaultmem setup changed nothing",
+            "merge the two into one (runtimes read only one of them), then run setup again",
+        )
     return source, node
+
+
+def _duplicate_key(source: str) -> str | None:
+    """The first key that appears twice in one JSON object of `source`, if any."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _value in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(source, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None  # jsonedit parsed it; anything json refuses is reported elsewhere
+    return found[0] if found else None
 
 
 def _object(
@@ -359,8 +388,29 @@ def owned_file(text: str | None, marker: str, path: Path, new: str | None) -> st
 
 
 def plan(path: Path, edit: Callable[[str | None], str | None]) -> FileChange:
+    """One file's edit, planned before anything is written: a file the person made read-only
+    (no owner write bit, whoever runs setup) is refused, never replaced, and a symlinked file (dotfiles) is edited where it points, so
+    the link stays a link (issue 22)."""
+    linked = path.is_symlink()
+    if linked:
+        target = Path(os.path.realpath(path))
+        if not target.is_file():
+            raise RefusedError(
+                f"{path} is a link to {target}, which is not a file; vaultmem setup changed nothing",
+                "point the link at a file (or remove it), then run setup again",
+            )
+        path = target
     before = current(path)
-    return FileChange(path, before, edit(before))
+    change = FileChange(path, before, edit(before))
+    if linked and change.after is None:
+        # never delete the file a link points at: leave it empty, the link in place
+        change = FileChange(path, before, "{}\n" if path.suffix == ".json" else "")
+    if change.changed and before is not None and not path.stat().st_mode & 0o200:
+        raise RefusedError(
+            f"{path} is read-only; vaultmem setup changed nothing",
+            f"make it writable (chmod u+w {path}) if setup may edit it, then run setup again",
+        )
+    return change
 
 
 def hooks_change(
