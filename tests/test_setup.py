@@ -434,3 +434,22 @@ def test_duplicate_keys_are_refused(vault: Path, project: Path) -> None:
     before = snapshot(project)
     code, _out, err = cc(vault, project)
     assert code == 5 and "'hooks' twice" in err and snapshot(project) == before
+
+
+def test_a_persons_own_handler_for_another_vault_is_theirs(vault: Path, project: Path) -> None:
+    """A person's own `vaultmem hook stop --vault /other` handler is not setup's: setup adds
+    its own Stop handler next to it, and --remove takes out only what setup wrote (issue 22)."""
+    settings = project / ".claude" / "settings.json"
+    mine = {"type": "command", "command": "vaultmem hook stop --vault /srv/other --agent ops"}
+    data = json.loads(settings.read_text())
+    data.setdefault("hooks", {})["Stop"] = [{"hooks": [mine]}]
+    settings.write_text(json.dumps(data, indent=4) + "\n")
+    before = settings.read_bytes()
+    code, _out, err = cc(vault, project)
+    assert code == 0, err
+    stops = [h for g in json.loads(settings.read_text())["hooks"]["Stop"] for h in g["hooks"]]
+    assert mine in stops and len(stops) == 2
+    assert any(str(vault.resolve()) in h["command"] for h in stops if h != mine)
+    code, _out, err = cc(vault, project, "--remove")
+    assert code == 0, err
+    assert settings.read_bytes() == before

@@ -168,7 +168,7 @@ def merge_hooks(text: str | None, path: Path, handlers: dict[str, dict[str, Any]
         if groups is None:
             source = jsonedit.insert_member(source, hooks, event, [{"hooks": [handler]}])
             continue
-        found = _find_handler(source, groups, event)
+        found = _find_handler(source, groups, event, _handlers_vault(handlers))
         if found is None:
             source = jsonedit.append_item(source, groups, {"hooks": [handler]})
         elif jsonedit.value_of(source, found) != handler:
@@ -188,18 +188,53 @@ def _handlers(text: str, groups: jsonedit.Node) -> list[tuple[int, int, jsonedit
     return out
 
 
-def _ours(text: str, handler: jsonedit.Node, event: str | None = None) -> bool:
+def _ours(
+    text: str, handler: jsonedit.Node, event: str | None = None, vault: str | None = None
+) -> bool:
+    """Is `handler` one setup wrote: `vaultmem hook EVENT`, and with `vault` given, for that
+    vault (a person's own handler for another vault, `vaultmem hook stop --vault /other`, is
+    theirs: never replaced, never removed)."""
     command = handler.member("command")
     if command is None or command.value.kind != "string":
         return False
-    m = HOOK_RE.search(str(jsonedit.value_of(text, command.value)))
-    return m is not None and (event is None or m.group("event") == event)
+    line = str(jsonedit.value_of(text, command.value))
+    m = HOOK_RE.search(line)
+    if m is None or (event is not None and m.group("event") != event):
+        return False
+    theirs = vault_of(line)
+    return vault is None or theirs is None or theirs == vault
 
 
-def _find_handler(text: str, groups: jsonedit.Node, event: str) -> jsonedit.Node | None:
+def vault_of(command: str) -> str | None:
+    """The value of `--vault` in a hook command line, if it has one."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for i, word in enumerate(words):
+        if word == "--vault" and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith("--vault="):
+            return word.removeprefix("--vault=")
+    return None
+
+
+def _handlers_vault(handlers: dict[str, dict[str, Any]]) -> str | None:
+    for handler in handlers.values():
+        command = handler.get("command")
+        if isinstance(command, str) and vault_of(command):
+            return vault_of(command)
+    return None
+
+
+def _find_handler(
+    text: str, groups: jsonedit.Node, event: str, vault: str | None = None
+) -> jsonedit.Node | None:
     wanted = _event_name(event)
     for _gi, _hi, handler in _handlers(text, groups):
-        if _ours(text, handler, wanted):
+        if _ours(text, handler, wanted, vault):
             return handler
     return None
 
@@ -215,7 +250,7 @@ def _event_name(runtime_event: str) -> str | None:
     return None
 
 
-def remove_hooks(text: str | None, path: Path) -> str | None:
+def remove_hooks(text: str | None, path: Path, vault: str | None = None) -> str | None:
     """Take out every vaultmem hook handler, and the groups, event lists and `hooks` object
     left empty by that. None when the file would hold nothing else (`{}`)."""
     if text is None:
@@ -226,20 +261,22 @@ def remove_hooks(text: str | None, path: Path) -> str | None:
         hooks = _object(source, root, "hooks", "object", path)
         if hooks is None:
             break
-        edit = _one_removal(source, root, hooks)
+        edit = _one_removal(source, root, hooks, vault)
         if edit is None:
             break
         source = edit
     return _empty_to_none(source)
 
 
-def _one_removal(source: str, root: jsonedit.Node, hooks: jsonedit.Node) -> str | None:
+def _one_removal(
+    source: str, root: jsonedit.Node, hooks: jsonedit.Node, vault: str | None = None
+) -> str | None:
     for ei, event in enumerate(hooks.members):
         groups = event.value
         if groups.kind != "array":
             continue
         for gi, hi, handler in _handlers(source, groups):
-            if not _ours(source, handler):
+            if not _ours(source, handler, vault=vault):
                 continue
             group = groups.items[gi]
             inner = group.member("hooks")
@@ -425,7 +462,7 @@ def hooks_change(
 
     def edit(text: str | None) -> str | None:
         if remove:
-            out = remove_hooks(text, path)
+            out = remove_hooks(text, path, _handlers_vault(handlers))
             return remove_env(out, path, env) if env else out
         merged = merge_hooks(text, path, handlers)
         return merge_env(merged, path, env) if env else merged
