@@ -237,3 +237,57 @@ def write_log(
     except OSError:
         pass
     return path
+
+
+# --- transcript_path: read only where a runtime keeps transcripts --------------------------------
+
+
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json")  # Claude Code and Codex write JSONL, Gemini CLI JSON
+TRANSCRIPT_MAX_BYTES = 64 << 20  # a transcript larger than this is not read at all
+
+
+def transcript_roots(payload: HookInput) -> list[Path]:
+    """Where a runtime keeps its transcripts, and the project the hook runs for: the only
+    folders a hook reads `transcript_path` from. Claude Code: `~/.claude/projects/` (or
+    `$CLAUDE_CONFIG_DIR/projects/`); Codex: `$CODEX_HOME/sessions/` (default `~/.codex/`);
+    Gemini CLI: `~/.gemini/tmp/`; the project is the payload's `cwd` when it is a folder other
+    than `/` or the home folder itself."""
+    import os
+
+    home = Path.home()
+    roots = [home / ".claude" / "projects", home / ".codex" / "sessions", home / ".gemini" / "tmp"]
+    for var, sub in (("CLAUDE_CONFIG_DIR", "projects"), ("CODEX_HOME", "sessions")):
+        if os.environ.get(var):
+            roots.append(Path(os.environ[var]).expanduser() / sub)
+    if payload.cwd:
+        project = Path(payload.cwd).expanduser()
+        if project.is_absolute() and project.is_dir():
+            real = Path(os.path.realpath(project))
+            if real != Path(real.anchor) and real != Path(os.path.realpath(home)):
+                roots.append(real)
+    return [Path(os.path.realpath(r)) for r in roots]
+
+
+def transcript_file(payload: HookInput) -> Path | None:
+    """The payload's transcript, when it is one: a regular `.jsonl`/`.json` file of at most
+    TRANSCRIPT_MAX_BYTES inside a runtime's transcript folder or the project (links resolved
+    first). Anything else (`/etc/shadow`, `/proc/self/environ`, a fifo, a link out) is read as
+    no transcript: the hook's normal "nothing to add", never an error (issue 22)."""
+    import os
+    import stat
+
+    if not payload.transcript_path:
+        return None
+    path = Path(payload.transcript_path).expanduser()
+    if not path.is_absolute() or path.suffix.lower() not in TRANSCRIPT_SUFFIXES:
+        return None
+    real = Path(os.path.realpath(path))
+    if not any(real.is_relative_to(root) for root in transcript_roots(payload)):
+        return None
+    try:
+        st = real.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > TRANSCRIPT_MAX_BYTES:
+        return None
+    return real

@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.hooks.contract import HookEvent, HookInput, Outcome, hook_json, write_log
+from vaultmem.app.hooks.contract import (
+    HookEvent,
+    HookInput,
+    Outcome,
+    hook_json,
+    transcript_file,
+    write_log,
+)
 from vaultmem.app.hooks.quick import names_something
 from vaultmem.app.pack import build as pack
 from vaultmem.app.pack import sections, window
@@ -357,63 +364,12 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
 # --- pre-compact and stop: the checkpoint ----------------------------------------------------------
 
 
-TRANSCRIPT_SUFFIXES = (".jsonl", ".json")  # Claude Code and Codex write JSONL, Gemini CLI JSON
-TRANSCRIPT_MAX_BYTES = 64 << 20  # a transcript larger than this is not read at all
-
-
-def transcript_roots(payload: HookInput) -> list[Path]:
-    """Where a runtime keeps its transcripts, and the project the hook runs for: the only
-    folders a hook reads `transcript_path` from. Claude Code: `~/.claude/projects/` (or
-    `$CLAUDE_CONFIG_DIR/projects/`); Codex: `$CODEX_HOME/sessions/` (default `~/.codex/`);
-    Gemini CLI: `~/.gemini/tmp/`; the project is the payload's `cwd` when it is a folder other
-    than `/` or the home folder itself."""
-    import os
-
-    home = Path.home()
-    roots = [home / ".claude" / "projects", home / ".codex" / "sessions", home / ".gemini" / "tmp"]
-    for var, sub in (("CLAUDE_CONFIG_DIR", "projects"), ("CODEX_HOME", "sessions")):
-        if os.environ.get(var):
-            roots.append(Path(os.environ[var]).expanduser() / sub)
-    if payload.cwd:
-        project = Path(payload.cwd).expanduser()
-        if project.is_absolute() and project.is_dir():
-            real = Path(os.path.realpath(project))
-            if real != Path(real.anchor) and real != Path(os.path.realpath(home)):
-                roots.append(real)
-    return [Path(os.path.realpath(r)) for r in roots]
-
-
-def _transcript(payload: HookInput) -> Path | None:
-    """The payload's transcript, when it is one: a regular `.jsonl`/`.json` file of at most
-    TRANSCRIPT_MAX_BYTES inside a runtime's transcript folder or the project (links resolved
-    first). Anything else (`/etc/shadow`, `/proc/self/environ`, a fifo, a link out) is read as
-    no transcript: the hook's normal "nothing to add", never an error (issue 22)."""
-    import os
-    import stat
-
-    if not payload.transcript_path:
-        return None
-    path = Path(payload.transcript_path).expanduser()
-    if not path.is_absolute() or path.suffix.lower() not in TRANSCRIPT_SUFFIXES:
-        return None
-    real = Path(os.path.realpath(path))
-    if not any(real.is_relative_to(root) for root in transcript_roots(payload)):
-        return None
-    try:
-        st = real.stat()
-    except OSError:
-        return None
-    if not stat.S_ISREG(st.st_mode) or st.st_size > TRANSCRIPT_MAX_BYTES:
-        return None
-    return real
-
-
 def checkpoint(vault: Vault, agent: str, payload: HookInput, event: HookEvent) -> Outcome:
     from vaultmem.bank.transcripts import parse_transcript, read_tail
     from vaultmem.nexus import checkpoints as checkpoints_mod
     from vaultmem.nexus.checkpoints import show_checkpoint
 
-    path = _transcript(payload)
+    path = transcript_file(payload)
     if path is None:
         write_log(
             vault, event, payload, agent, "note: no transcript_path in the payload; no checkpoint"
@@ -479,7 +435,7 @@ def session_end(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     from vaultmem.bank.transcripts import parse_transcript
     from vaultmem.core.fsio import read_text
 
-    path = _transcript(payload)
+    path = transcript_file(payload)
     queued = None
     turns = 0
     files: tuple[str, ...] = ()
