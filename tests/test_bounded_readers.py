@@ -47,3 +47,37 @@ def test_query_terms_are_capped_with_a_warning(vault: Path) -> None:
     data = json.loads(res.stdout)
     assert any("query was cut" in w for w in data["index"]["warnings"])
     assert len(data["query"].split()) == MAX_QUERY_TERMS
+
+
+def test_every_reader_of_a_huge_entry_answers_within_bounds(vault: Path) -> None:
+    """One 10 MB body (a vault loosened to allow it, or a forged entry): `log --tail`, the
+    session-start hook, recall and verify answer, each with bounded output (issue 22)."""
+    import subprocess
+    import sys
+
+    make_keys(vault, "ella", "lyra")
+    set_toml(vault, "log", "max_summary", "10000")
+    set_toml(vault, "log", "max_body", "10000000")
+    res = run_cli(
+        "append", "forged " * 1400, "--body", "-", "--type", "note", "--agent", "lyra",
+        "--vault", str(vault), stdin="flood " * 1_600_000,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    tail = run_cli("log", "--tail", "5", "--vault", str(vault))
+    assert tail.exit_code == 0, tail.stderr
+    assert len(tail.stdout) < 100_000
+    found = run_cli("recall", "flood forged", "--vault", str(vault))
+    assert found.exit_code == 0, found.stderr
+    assert len(found.stdout) < 100_000
+    check = run_cli("verify", "--vault", str(vault))
+    assert check.exit_code == 0, check.stdout + check.stderr
+    hook = subprocess.run(
+        [sys.executable, "-m", "vaultmem", "hook", "session-start", "--vault", str(vault),
+         "--agent", "ella"],
+        input=json.dumps({"session_id": "s", "hook_event_name": "SessionStart",
+                          "source": "startup", "cwd": str(vault)}),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert hook.returncode == 0, hook.stderr
+    assert 0 < len(hook.stdout) < 12_000  # Claude Code's cap on additionalContext is 10,000
+    assert "forged" in hook.stdout

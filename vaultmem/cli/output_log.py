@@ -18,12 +18,25 @@ def _w(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
+SHOWN_SUMMARY_CHARS = 2_000  # what `log` prints of one entry; `--json` prints it whole
+SHOWN_BODY_CHARS = 20_000  # the default [log] max_body: a loosened vault's entries are cut
+
+
+def _shown(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    more = len(text) - limit
+    return f"{text[:limit]} …(cut: {more} more characters; `vaultmem log --json` prints it whole)"
+
+
 def entry_text(e: Entry) -> str:
     acks = f"  (acks {', '.join(e.acks)})" if e.acks else ""
-    head = f"{e.id}  {e.time}  {e.agent} · {e.channel} · {e.type}  {e.summary}{acks}"
+    summary = _shown(e.summary, SHOWN_SUMMARY_CHARS)
+    head = f"{e.id}  {e.time}  {e.agent} · {e.channel} · {e.type}  {summary}{acks}"
     if not e.body:
         return head
-    return head + "\n" + "\n".join(f"    {ln}" if ln else "" for ln in e.body.split("\n"))
+    body = _shown(e.body, SHOWN_BODY_CHARS)
+    return head + "\n" + "\n".join(f"    {ln}" if ln else "" for ln in body.split("\n"))
 
 
 def print_entries(entries: Sequence[Entry], *, as_json: bool = False) -> None:
