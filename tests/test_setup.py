@@ -453,3 +453,15 @@ def test_a_persons_own_handler_for_another_vault_is_theirs(vault: Path, project:
     code, _out, err = cc(vault, project, "--remove")
     assert code == 0, err
     assert settings.read_bytes() == before
+
+
+def test_remove_keeps_an_empty_folder_the_person_had(vault: Path, tmp_path: Path) -> None:
+    """An empty `.cursor/` made by the person stays after `setup cursor --remove`; the folders
+    setup made itself (`.cursor/rules/`) go (issue 22)."""
+    folder = tmp_path / "app"
+    (folder / ".cursor").mkdir(parents=True)
+    args = ("cursor", "--agent", "ella", "--vault", str(vault), "--project", str(folder))
+    assert setup(*args)[0] == 0
+    assert (folder / ".cursor" / "rules").is_dir()
+    assert setup(*args, "--remove")[0] == 0
+    assert (folder / ".cursor").is_dir() and list((folder / ".cursor").iterdir()) == []

@@ -17,7 +17,6 @@ Three kinds of edit, each keeping every byte of the person's file it does not ow
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.app.setup import jsonedit
+from vaultmem.app.setup import folders, jsonedit
 from vaultmem.core.errors import IntegrityError, RefusedError
 from vaultmem.core.fsio import atomic_write, read_text
 
@@ -82,17 +81,21 @@ def apply_change(change: FileChange) -> None:
     if not change.changed:
         return
     if change.after is not None:
+        made = [str(f) for f in folders.ancestors(change.path) if not f.exists()]
         atomic_write(change.path, change.after)
+        if made:
+            folders.record(made, add=True)
         return
     change.path.unlink(missing_ok=True)
-    folder = change.path.parent
-    for _ in range(2):
-        if folder.name.startswith(".") or folder.name in ("rules", "hooks"):
-            try:
-                folder.rmdir()  # only when empty
-            except OSError:
-                break
-            folder = folder.parent
+    ours = folders.recorded()
+    for folder in folders.ancestors(change.path):
+        if str(folder) not in ours:
+            break  # a folder the person had (an empty `.cursor/` included) stays
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            break
+        folders.record([str(folder)], add=False)
 
 
 # --- JSON ------------------------------------------------------------------------------------------
@@ -111,7 +114,7 @@ def _doc(text: str | None, path: Path) -> tuple[str, jsonedit.Node]:
         raise IntegrityError(
             f"{path} does not hold a JSON object", "vaultmem setup changed nothing"
         )
-    duplicate = _duplicate_key(source)
+    duplicate = jsonedit.duplicate_key(source)
     if duplicate is not None:
         # JSON parsers keep one of two same-named members (Python's and Node's the last):
         # an edit to the other would install nothing and still exit 0
@@ -120,25 +123,6 @@ def _doc(text: str | None, path: Path) -> tuple[str, jsonedit.Node]:
             "merge the two into one (runtimes read only one of them), then run setup again",
         )
     return source, node
-
-
-def _duplicate_key(source: str) -> str | None:
-    """The first key that appears twice in one JSON object of `source`, if any."""
-    found: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for key, _value in items:
-            if key in seen and not found:
-                found.append(key)
-            seen.add(key)
-        return dict(items)
-
-    try:
-        json.loads(source, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):
-        return None  # jsonedit parsed it; anything json refuses is reported elsewhere
-    return found[0] if found else None
 
 
 def _object(

@@ -225,3 +225,22 @@ def remove_child(text: str, container: Node, index: int) -> str:
     if index > 0:
         return text[: children[index - 1].end] + text[child.end :]
     return text[: child.start] + text[children[1].start :]
+
+
+def duplicate_key(source: str) -> str | None:
+    """The first key that appears twice in one JSON object of `source`, if any."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _value in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(source, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None  # anything json refuses is reported by parse()
+    return found[0] if found else None
