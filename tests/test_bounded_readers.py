@@ -12,6 +12,19 @@ from vaultmem.search.terms import MAX_TERMS as MAX_QUERY_TERMS
 from vaultmem.search.terms import cap_query
 
 
+def append_huge_entry(vault: Path, *, body_words: int) -> None:
+    """lyra appends the longest summary and a body of `body_words` words, in a vault loosened
+    to the largest [log] max_summary and max_body it may be set to."""
+    make_keys(vault, "ella", "lyra")
+    set_toml(vault, "log", "max_summary", "10000")
+    set_toml(vault, "log", "max_body", "10000000")
+    res = run_cli(
+        "append", "forged " * 1400, "--body", "-", "--type", "note", "--agent", "lyra",
+        "--vault", str(vault), stdin="flood " * body_words,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+
+
 def test_a_huge_identity_is_cut_in_the_pack_with_a_marker(vault: Path) -> None:
     identity = vault / "agents" / "ella" / "IDENTITY.md"
     identity.write_text(identity.read_text() + "\n" + "flood " * 2_000_000, encoding="utf-8")
@@ -24,14 +37,7 @@ def test_a_huge_identity_is_cut_in_the_pack_with_a_marker(vault: Path) -> None:
 def test_a_huge_summary_and_body_are_cut_in_the_pack(vault: Path) -> None:
     """The longest summary and body a vault may be set to allow: the pack shows each entry's
     first characters and where the rest is."""
-    make_keys(vault, "ella", "lyra")
-    set_toml(vault, "log", "max_summary", "10000")
-    set_toml(vault, "log", "max_body", "10000000")
-    res = run_cli(
-        "append", "forged " * 1400, "--body", "-", "--type", "note", "--agent", "lyra",
-        "--vault", str(vault), stdin="flood " * 1_000_000,
-    )  # fmt: skip
-    assert res.exit_code == 0, res.stderr
+    append_huge_entry(vault, body_words=1_000_000)
     res = run_cli("read", "--agent", "ella", "--vault", str(vault))
     assert res.exit_code == 0, res.stderr
     assert len(res.stdout) < 40_000 and res.stdout.count("…(cut") >= 2
@@ -55,14 +61,7 @@ def test_every_reader_of_a_huge_entry_answers_within_bounds(vault: Path) -> None
     import subprocess
     import sys
 
-    make_keys(vault, "ella", "lyra")
-    set_toml(vault, "log", "max_summary", "10000")
-    set_toml(vault, "log", "max_body", "10000000")
-    res = run_cli(
-        "append", "forged " * 1400, "--body", "-", "--type", "note", "--agent", "lyra",
-        "--vault", str(vault), stdin="flood " * 1_600_000,
-    )  # fmt: skip
-    assert res.exit_code == 0, res.stderr
+    append_huge_entry(vault, body_words=1_600_000)
     tail = run_cli("log", "--tail", "5", "--vault", str(vault))
     assert tail.exit_code == 0, tail.stderr
     assert len(tail.stdout) < 100_000

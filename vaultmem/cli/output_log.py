@@ -22,20 +22,16 @@ SHOWN_SUMMARY_CHARS = 2_000  # what `log` prints of one entry; `--json` prints i
 SHOWN_BODY_CHARS = 20_000  # the default [log] max_body: a loosened vault's entries are cut
 
 
-def _shown(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    more = len(text) - limit
-    return f"{text[:limit]} …(cut: {more} more characters; `vaultmem log --json` prints it whole)"
-
-
 def entry_text(e: Entry) -> str:
     acks = f"  (acks {', '.join(e.acks)})" if e.acks else ""
-    summary = _shown(e.summary, SHOWN_SUMMARY_CHARS)
+    from vaultmem.app.pack.sections import cut
+
+    whole = "`vaultmem log --json`"  # prints the entry whole
+    summary = cut(e.summary, SHOWN_SUMMARY_CHARS, whole)
     head = f"{e.id}  {e.time}  {e.agent} · {e.channel} · {e.type}  {summary}{acks}"
     if not e.body:
         return head
-    body = _shown(e.body, SHOWN_BODY_CHARS)
+    body = cut(e.body, SHOWN_BODY_CHARS, whole)
     return head + "\n" + "\n".join(f"    {ln}" if ln else "" for ln in body.split("\n"))
 
 

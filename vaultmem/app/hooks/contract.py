@@ -252,8 +252,6 @@ def transcript_roots(payload: HookInput) -> list[Path]:
     `$CLAUDE_CONFIG_DIR/projects/`); Codex: `$CODEX_HOME/sessions/` (default `~/.codex/`);
     Gemini CLI: `~/.gemini/tmp/`; the project is the payload's `cwd` when it is a folder other
     than `/` or the home folder itself."""
-    import os
-
     home = Path.home()
     roots = [home / ".claude" / "projects", home / ".codex" / "sessions", home / ".gemini" / "tmp"]
     for var, sub in (("CLAUDE_CONFIG_DIR", "projects"), ("CODEX_HOME", "sessions")):
@@ -273,7 +271,6 @@ def transcript_file(payload: HookInput) -> Path | None:
     TRANSCRIPT_MAX_BYTES inside a runtime's transcript folder or the project (links resolved
     first). Anything else (`/etc/shadow`, `/proc/self/environ`, a fifo, a link out) is read as
     no transcript: the hook's normal "nothing to add", never an error (issue 22)."""
-    import os
     import stat
 
     if not payload.transcript_path:

@@ -206,10 +206,12 @@ def vault_of(command: str) -> str | None:
 
 
 def _handlers_vault(handlers: dict[str, dict[str, Any]]) -> str | None:
+    """The vault setup's own handlers name (each names the same one)."""
     for handler in handlers.values():
         command = handler.get("command")
-        if isinstance(command, str) and vault_of(command):
-            return vault_of(command)
+        vault = vault_of(command) if isinstance(command, str) else None
+        if vault:
+            return vault
     return None
 
 
@@ -410,8 +412,8 @@ def owned_file(text: str | None, marker: str, path: Path, new: str | None) -> st
 
 def plan(path: Path, edit: Callable[[str | None], str | None]) -> FileChange:
     """One file's edit, planned before anything is written: a file the person made read-only
-    (no owner write bit, whoever runs setup) is refused, never replaced, and a symlinked file (dotfiles) is edited where it points, so
-    the link stays a link (issue 22)."""
+    (no owner write bit, whoever runs setup) is refused, never replaced, and a symlinked file
+    (dotfiles) is edited where it points, so the link stays a link (issue 22)."""
     linked = path.is_symlink()
     if linked:
         target = Path(os.path.realpath(path))
