@@ -168,15 +168,8 @@ def mcp(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False
     """Serve this vault to one agent over MCP (stdio): read, append, recall, retain, ...
 
     There is no tool to approve, forget or write shared memory directly: agents propose,
-    people decide. Needs the mcp extra: pip install 'vaultmem[mcp]'.
+    people decide. Nothing to install beyond vaultmem: the protocol is its own.
     """
-    try:
-        from vaultmem.mcp.server import serve
-    except ImportError as exc:  # the mcp extra is not installed
-        from vaultmem.core.errors import UnavailableError
+    from vaultmem.mcp.server import serve
 
-        raise UnavailableError(
-            f"the MCP server needs the mcp package ({exc.name} is missing)",
-            "install it with: pip install 'vaultmem[mcp]'",
-        ) from exc
     serve(vault, agent or "")

@@ -24,7 +24,7 @@ def read(
     as_json: bool,
 ) -> None:
     from vaultmem.app.pack import build as build_mod
-    from vaultmem.app.pack.build import commit_cursor, record_receipt, render_markdown
+    from vaultmem.app.pack.build import delivered, render_markdown
 
     v = open_vault(vault)
     pack = build_mod.read(v, agent or "", budget=budget, peek=peek, query=query)
@@ -36,8 +36,7 @@ def read(
     from vaultmem.core.errors import VaultmemError
 
     try:
-        commit_cursor(v, pack)
-        record_receipt(v, pack)
+        delivered(v, pack)
     except VaultmemError as exc:  # a read-only vault still gets its pack
         warn(f"could not record what was read ({exc.message}); these entries will show again")
 

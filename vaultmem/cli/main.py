@@ -111,11 +111,9 @@ def _serve_mcp(args: list[str]) -> bool:
         values[name] = value
     if set(values) != {"--vault", "--agent"} or not all(values.values()):
         return False
-    try:
-        from vaultmem.mcp.server import serve
-    except ImportError:  # the mcp extra is missing: typer's command says so
-        return False
     from pathlib import Path
+
+    from vaultmem.mcp.server import serve
 
     serve(Path(values["--vault"]), values["--agent"])
     return True

@@ -11,15 +11,13 @@ that part alone and drop the text blocks (anthropics/claude-code #79944, #55677)
 part made of ids and counts would show the model nothing it can use.
 
 What a tool marks as seen (the read cursor, receipts) is recorded once the result has been
-written to the client (`Deliveries`), not when it is built: a reply that never left the server
-marks nothing.
+written to the client (`Call.after`, run by `mcp.protocol`), not when it is built: a reply that
+never left the server marks nothing.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
 from typing import Any
 
 from vaultmem.app.pack import build as build_mod
@@ -131,36 +129,3 @@ def end_session_text(agent: str, checkpoint: str | None) -> str:
 3. `retain` each fact worth keeping beyond this task (a decision and its reason, a failure and
    its fix, a preference someone stated), one to three sentences each; a person reviews them.
    Skip what the code or the docs already say.{current}"""
-
-
-class Deliveries:
-    """What to record once a request's result has reached the client.
-
-    A tool registers `after(request_id, fn)` while building its result; the transport calls
-    `sent(line)` with each JSON-RPC line it has written and flushed. A successful result runs
-    the request's callbacks; an error result (or a request that fails) drops them."""
-
-    def __init__(self) -> None:
-        self._pending: dict[str, list[Callable[[], object]]] = {}
-
-    def after(self, request_id: object, fn: Callable[[], object]) -> None:
-        self._pending.setdefault(str(request_id), []).append(fn)
-
-    def sent(self, line: str) -> None:
-        if not self._pending:
-            return
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(message, dict) or "id" not in message:
-            return
-        todo = self._pending.pop(str(message["id"]), [])
-        result = message.get("result")
-        if "error" in message or not isinstance(result, dict) or result.get("isError"):
-            return
-        for fn in todo:
-            try:
-                fn()
-            except Exception as exc:  # recording what was seen must never stop the server
-                sys.stderr.write(f"vaultmem mcp: could not record a delivery: {exc}\n")

@@ -202,11 +202,17 @@ def fact_files(vault: Vault) -> Iterator[tuple[Path, str | None]]:
 
 
 def memories(
-    vault: Vault, *, type_: str | None = None, include_inactive: bool = True
+    vault: Vault,
+    *,
+    type_: str | None = None,
+    include_inactive: bool = True,
+    visible_to: str | None = None,
 ) -> list[Fact]:
-    """All readable facts, oldest first. Unparseable files are skipped here; status reports them."""
+    """All readable facts, oldest first (`visible_to`: only shared and that agent's own)."""
     out = []
-    for path, _agent in fact_files(vault):
+    for path, owner in fact_files(vault):  # never another agent's facts when `visible_to`
+        if visible_to is not None and owner not in (None, visible_to):
+            continue
         try:
             note = vault.read_note(path)
         except VaultmemError:
@@ -250,10 +256,8 @@ def find_fact(vault: Vault, ref: str) -> tuple[Path, notes.Note]:
 
 def _new_id(vault: Vault) -> str:
     taken = {f.id for f in memories(vault)}
-    while True:
-        candidate = f"m-{secrets.token_hex(4)}"
-        if candidate not in taken:
-            return candidate
+    ids = (f"m-{secrets.token_hex(4)}" for _ in iter(int, 1))  # endless: the first free one
+    return next(c for c in ids if c not in taken)
 
 
 def fact_at(vault: Vault, path: Path, note: notes.Note) -> Fact:
@@ -261,10 +265,6 @@ def fact_at(vault: Vault, path: Path, note: notes.Note) -> Fact:
 
 
 def index_lock(vault: Vault) -> AbstractContextManager[None]:
-    return _index_lock(vault)
-
-
-def _index_lock(vault: Vault) -> AbstractContextManager[None]:
     return exclusive(lock_path(vault, "memory"), vault.config.log.lock_timeout, what="memory index")
 
 
@@ -350,7 +350,7 @@ def write(
     )
     body, desc = cleaned["fact"], cleaned["description"]
 
-    with _index_lock(vault):
+    with index_lock(vault):
         recover(vault)
         index_path, index_text = read_index(vault, owner)
         old: tuple[Path, notes.Note] | None = None
@@ -465,7 +465,7 @@ def mark_superseded(vault: Vault, ref: str, by: Fact) -> Fact:
     """Keep the note of `ref`, mark it superseded by `by` (an existing fact), and move its
     index line under '## Retracted': what `remember --supersedes` does to one older fact, for
     the others a consolidation replaces."""
-    with _index_lock(vault):
+    with index_lock(vault):
         path, note = find_fact(vault, ref)
         notes.require_ok(note, path)
         stamp = clock.stamp()
@@ -485,7 +485,7 @@ def retract(vault: Vault, ref: str, *, why: str, agent: str | None = None) -> Fa
     reason = one_line(why, 500, "reason")
     if not reason:
         raise UsageError("a retraction needs a reason", "pass --why 'what was wrong'")
-    with _index_lock(vault):
+    with index_lock(vault):
         path, note = find_fact(vault, ref)
         notes.require_ok(note, path)
         gate.check_may_change(vault, agent, path, note.meta, "retract")
@@ -508,7 +508,7 @@ def retract(vault: Vault, ref: str, *, why: str, agent: str | None = None) -> Fa
 def forget(vault: Vault, ref: str, *, agent: str | None = None) -> ForgetResult:
     """Delete the note and its index line (`app/privacy/forget.py` removes every other copy).
     An acting `agent` may forget only its own facts (exit 8)."""
-    with _index_lock(vault):
+    with index_lock(vault):
         path, note = find_fact(vault, ref)
         gate.check_may_change(vault, agent, path, note.meta, "forget")
         fact = _fact_from(vault, path, note)

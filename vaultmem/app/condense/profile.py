@@ -260,6 +260,28 @@ def checked_profile(vault: Vault, agent: str | None) -> CheckedProfile | None:
     )
 
 
+def profiles_view(vault: Vault, agent: str) -> dict[str, dict[str, Any]]:
+    """What an agent may be shown of the profiles: the shared one and its own, by path, each
+    as markdown with whether it is stale; a profile that fails verification is never shown as
+    genuine, only its problem (the MCP `profile` tool)."""
+    out: dict[str, dict[str, Any]] = {}
+    for scope in (None, agent):
+        found = checked_profile(vault, scope)
+        if found is None:
+            continue
+        rel = vault.rel(found.path)
+        if found.problem is not None:
+            out[rel] = {
+                "markdown": "",
+                "stale": True,
+                "not_verified": found.problem[0],
+                "note": f"{found.problem[1]}; run `vaultmem verify`",
+            }
+            continue
+        out[rel] = {"markdown": found.body.strip(), "stale": stale(vault, scope, found.sources)}
+    return out
+
+
 def _writer(vault: Vault, agent: str | None) -> str:
     """Who signs a profile: the agent it is for, else the first agent this machine holds a
     key of (a profile is built from approved memory only; the signature says which machine's

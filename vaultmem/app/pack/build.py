@@ -253,6 +253,14 @@ def load_cursor(vault: Vault, agent: str) -> dict[str, Any] | None:
     return data if ok else None
 
 
+def delivered(vault: Vault, pack: Pack) -> None:
+    """The pack has been written out: its entries count as read (the cursor moves, unless it
+    was a peek) and the receipt records what it showed. Every face calls this, and only once
+    the pack has reached its reader."""
+    commit_cursor(vault, pack)
+    record_receipt(vault, pack)
+
+
 def record_receipt(vault: Vault, pack: Pack) -> None:
     """Record what the pack showed (`.vaultmem/receipts/`). Call it after the pack was written
     out, with `commit_cursor`; a peek is a delivery too, so it is recorded."""
