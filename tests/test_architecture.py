@@ -171,3 +171,14 @@ def test_contributing_maps_every_module() -> None:
         if p.name != "__init__.py" or p.parent == PACKAGE
     }
     assert _contributing_map() == tree
+
+
+def test_every_hook_event_has_exactly_one_handler() -> None:
+    # adding an event is the enum value, its runtime names and one line in HANDLERS: an event
+    # without a handler (once: silently run as session-end) fails here, not in a session
+    from vaultmem.app.hooks.contract import RUNTIME_EVENTS, HookEvent
+    from vaultmem.app.hooks.events import HANDLERS
+
+    assert set(HANDLERS) == set(HookEvent)
+    for runtime, events in RUNTIME_EVENTS.items():
+        assert set(events) <= set(HookEvent), runtime

@@ -14,12 +14,12 @@
   CLI hands both to a detached process first; `stop` then starts a background sync.
 - `session-end`: queue the session's turns not queued before, record the session in local
   state (never on the log), and start `vaultmem retain --queued` in the background when a key
-  is set.
+  is set (`app.hooks.ending`).
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,20 +52,9 @@ MAX_FILES = 20
 
 
 def dispatch(event: HookEvent, vault: Vault, agent: str | None, payload: HookInput) -> Outcome:
-    me = vault.require_agent(agent)
-    if event == HookEvent.SESSION_START:
-        return session_start(vault, me, payload)
-    if event == HookEvent.PROMPT:
-        return prompt(vault, me, payload)
-    if event in (HookEvent.PRE_COMPACT, HookEvent.STOP):
-        try:
-            return checkpoint(vault, me, payload, event)
-        finally:
-            if event == HookEvent.STOP:
-                from vaultmem.app.hooks.background import start_sync
-
-                start_sync(vault)  # the turn's writes reach the other machines
-    return session_end(vault, me, payload)
+    """Run `event`'s handler from `HANDLERS` (the one table: an event without one is refused
+    before anything runs, see `run_hook`)."""
+    return HANDLERS[event](vault, vault.require_agent(agent), payload)
 
 
 # --- per-session state --------------------------------------------------------------------------
@@ -130,7 +119,7 @@ def session_start(vault: Vault, agent: str, payload: HookInput) -> Outcome:
         context = context[: max(cut, 0)] + f"\n\n…(cut: run `{run.command('read')}` for the rest)"
 
     def after() -> None:
-        pack.commit_cursor(vault, found)
+        pack.delivered(vault, found)  # the cursor moves, the receipt records what was shown
         _begin_session(vault, agent, payload)
 
     return Outcome(
@@ -422,96 +411,29 @@ def checkpoint(vault: Vault, agent: str, payload: HookInput, event: HookEvent) -
     return Outcome()
 
 
-# --- session-end ----------------------------------------------------------------------------------
+def _pre_compact(vault: Vault, agent: str, payload: HookInput) -> Outcome:
+    return checkpoint(vault, agent, payload, HookEvent.PRE_COMPACT)
 
 
-HISTORY_MAX_BYTES = 1 << 20  # then the history moves to .1
-
-
-def session_end(vault: Vault, agent: str, payload: HookInput) -> Outcome:
-    """Queue the turns of the session not queued yet, and record the session in local state
-    (`.vaultmem/sessions/AGENT-history.jsonl`): session bookkeeping never goes on the log."""
-    from vaultmem.bank.retention import enqueue
-    from vaultmem.bank.transcripts import parse_transcript
-    from vaultmem.core.fsio import read_text
-
-    path = transcript_file(payload)
-    queued = None
-    turns = 0
-    files: tuple[str, ...] = ()
-    if path is not None:
-        t = parse_transcript(read_text(path, what="transcript"))
-        turns, files = len(t.turns), t.files
-        queued = enqueue(vault, agent, t, path.name, payload.session_id or t.session_id)
-        if queued is not None:
-            write_log(
-                vault,
-                "session-end",
-                payload,
-                agent,
-                f"queued {vault.rel(queued.path)} ({len(queued.transcript.turns)} new of "
-                f"{len(t.turns)} turns) for retain --queued",
-            )
-    session = load_session(vault, agent)
-    record = {
-        "session_id": payload.session_id,
-        "started": session.get("started")
-        if session.get("session_id") == payload.session_id
-        else None,
-        "ended": clock.stamp_ms(),
-        "reason": payload.reason or "other",
-        "turns": turns,
-        "files": list(files[:MAX_FILES]),
-        "queued": vault.rel(queued.path) if queued is not None else None,
-    }
-    _append_history(vault, agent, record)
-    if queued is not None:
-        _start_retention(vault, agent, payload, queued.chars)
-    return Outcome()
-
-
-def _append_history(vault: Vault, agent: str, record: dict[str, Any]) -> None:
-    import os
-
-    path = vault.state("sessions", f"{agent}-history.jsonl")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.stat().st_size > HISTORY_MAX_BYTES:
-        os.replace(path, path.with_name(path.name + ".1"))
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-
-def _start_retention(vault: Vault, agent: str, payload: HookInput, chars: int) -> None:
-    """`vaultmem retain --queued` as a detached process, when a key is set and the session is
-    within `[llm] max_transcript_chars`; otherwise it waits for a person to run it."""
-    from vaultmem.core.config import ENV_ANTHROPIC_KEY, env
-
-    if not vault.config.hooks.retain or not env(ENV_ANTHROPIC_KEY):
-        return
-    if chars > vault.config.llm.max_transcript_chars:
-        write_log(
-            vault,
-            "session-end",
-            payload,
-            agent,
-            f"note: {chars:,} characters exceed [llm] max_transcript_chars; left in the queue",
-        )
-        return
-    import subprocess
-    import sys
-
-    from vaultmem.app.hooks.contract import log_path
-
-    log = log_path(vault)
+def _stop(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     try:
-        with open(log, "a", encoding="utf-8") as out:
-            subprocess.Popen(
-                [sys.executable, "-m", "vaultmem", "retain", "--queued", "--agent", agent,
-                 "--vault", str(vault.root)],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,  # outlives the session and Claude Code's hook timeout
-            )  # fmt: skip
-    except OSError as exc:
-        write_log(vault, "session-end", payload, agent, f"could not start retain --queued: {exc}")
+        return checkpoint(vault, agent, payload, HookEvent.STOP)
+    finally:
+        from vaultmem.app.hooks.background import start_sync
+
+        start_sync(vault)  # the turn's writes reach the other machines
+
+
+def _session_end(vault: Vault, agent: str, payload: HookInput) -> Outcome:
+    from vaultmem.app.hooks.ending import session_end
+
+    return session_end(vault, agent, payload)
+
+
+HANDLERS: dict[HookEvent, Callable[[Vault, str, HookInput], Outcome]] = {
+    HookEvent.SESSION_START: session_start,
+    HookEvent.PROMPT: prompt,
+    HookEvent.PRE_COMPACT: _pre_compact,
+    HookEvent.STOP: _stop,
+    HookEvent.SESSION_END: _session_end,
+}
