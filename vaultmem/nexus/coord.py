@@ -32,6 +32,7 @@ from vaultmem.core.fsio import replace_cache
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import (
     ALL,
+    WANTS_ACK,
     Entry,
     EntryType,
     entry_from_dict,
@@ -66,16 +67,11 @@ class Item:
         return self.entry.id
 
     def recipients(self, agents: tuple[str, ...]) -> tuple[str, ...]:
-        e = self.entry
-        if ALL in e.to:
-            return tuple(a for a in agents if a != e.agent)
-        return tuple(a for a in e.to if a != e.agent)
+        return recipients(self.entry.agent, self.entry.to, agents)
 
     def waiting_for(self, agents: tuple[str, ...]) -> tuple[str, ...]:
         """Recipients that have not acked it (none once it is resolved)."""
-        if self.resolved is not None:
-            return ()
-        return tuple(a for a in self.recipients(agents) if a not in self.acked_by)
+        return waiting_for(self.entry.agent, self.entry.to, self.acked_by, self.resolved, agents)
 
     def open_for(self, agent: str, agents: tuple[str, ...]) -> bool:
         return agent in self.waiting_for(agents)
@@ -109,12 +105,9 @@ class Index:
         """Open for `agent`: addressed to it (or to all), not acked by it, not resolved."""
         out = []
         for raw in self.items.values():
-            if raw["resolved"] is not None or agent in raw["acked_by"]:
-                continue
-            to = raw["to"]
-            if not to or raw["agent"] == agent or (agent not in to and ALL not in to):
-                continue
-            out.append(_item(raw))
+            args = raw["agent"], raw["to"], raw["acked_by"], raw["resolved"], self.agents
+            if agent in waiting_for(*args):
+                out.append(_item(raw))
         out.sort(key=lambda i: (i.entry.time, i.id))
         return out
 
@@ -138,6 +131,31 @@ def _item(raw: dict[str, Any]) -> Item:
     e = entry_from_dict({**raw, "hash": sign.get("hash", ""), "key": sign.get("key")})
     e = replace(e, sig=sign.get("sig"))
     return Item(e, dict(raw["acked_by"]), raw["resolved"], raw["key"], bool(sign.get("ok")))
+
+
+# --- the one open/acked rule (docs/FORMAT.md, "Coordination") ----------------------------------
+
+
+def recipients(author: str, to: Any, agents: tuple[str, ...]) -> tuple[str, ...]:
+    """Who an entry is addressed to: `to` (all known agents for "all"), never its author."""
+    return tuple(a for a in (agents if ALL in to else to) if a != author)
+
+
+def waiting_for(
+    author: str, to: Any, acked_by: Any, resolved: Any, agents: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The recipients an addressed entry still waits for: each until an entry by that
+    recipient acks it; nobody once a `resolve` names it."""
+    if resolved is not None:
+        return ()
+    return tuple(a for a in recipients(author, to, agents) if a not in acked_by)
+
+
+def awaits_ack(e: Entry, agent: str, acked: set[str]) -> bool:
+    """Does an entry the index does not track (an unaddressed handoff, question or alert by
+    another agent) wait for `agent`? Until the first other agent acks it (`acked`: the ids
+    acked by someone other than their author)."""
+    return e.agent != agent and e.type in WANTS_ACK and e.id not in acked
 
 
 def _tracked(e: Entry) -> bool:
@@ -178,12 +196,7 @@ def prune(items: dict[str, dict[str, Any]], agents: tuple[str, ...]) -> None:
     """Drop what is closed for every recipient (alerts stay)."""
     for key in [k for k, raw in items.items() if raw["type"] != EntryType.ALERT]:
         raw = items[key]
-        if raw["resolved"] is not None:
-            del items[key]
-            continue
-        to = raw["to"]
-        wanted = [a for a in (agents if ALL in to else to) if a != raw["agent"]]
-        if all(a in raw["acked_by"] for a in wanted):
+        if not waiting_for(raw["agent"], raw["to"], raw["acked_by"], raw["resolved"], agents):
             del items[key]
 
 

@@ -40,6 +40,7 @@ from vaultmem.core import clock
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
+from vaultmem.nexus.coord import awaits_ack
 from vaultmem.nexus.shown import ShowCheck
 
 AUTO_MARK = "(Written by the vaultmem {event} hook; `vaultmem checkpoint` replaces it.)"
@@ -213,7 +214,7 @@ def scan_new(
 def _rank(e: entry.Entry, agent: str, acked: set[str]) -> int:
     """What a small budget shows first: what waits for this agent, then what agents did
     (fixes, decisions, questions), then notes."""
-    if (e.type in entry.WANTS_ACK and e.id not in acked) or agent in e.to:
+    if awaits_ack(e, agent, acked) or agent in e.to:
         return 0
     if e.type == entry.EntryType.NOTE or e.channel == SESSION_CHANNEL:
         return 2
@@ -249,7 +250,7 @@ def delta(
     used = 0
     lines: dict[str, str] = {}
     for e in sorted(others, key=lambda x: (_rank(x, agent, acked), *entry.time_order(x))):
-        line = window.entry_line(e, awaiting=e.type in entry.WANTS_ACK and e.id not in acked)
+        line = window.entry_line(e, awaiting=awaits_ack(e, agent, acked))
         cost = sections.estimate_tokens(line)
         if chosen and used + cost > budget:
             continue

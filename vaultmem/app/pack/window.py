@@ -17,7 +17,7 @@ from vaultmem.app.pack.sections import Section, fence
 from vaultmem.core import clock
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
-from vaultmem.nexus.coord import Item
+from vaultmem.nexus.coord import Item, awaits_ack
 from vaultmem.nexus.shown import ShowCheck
 
 if TYPE_CHECKING:
@@ -280,7 +280,7 @@ def log_sections(
             data = {**e.to_dict(), "awaiting_ack": waiting, **item.status(agents)}
             note = status_note(item, agents)
         else:  # an unaddressed handoff or question: the first other agent's ack closes it
-            waiting = e.agent != agent and e.type in entry.WANTS_ACK and e.id not in acked
+            waiting = awaits_ack(e, agent, acked)
             data, note = {**e.to_dict(), "awaiting_ack": waiting}, ""
         return data, entry_line(e, awaiting=waiting, note=note)
 
