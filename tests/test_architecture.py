@@ -182,3 +182,14 @@ def test_every_hook_event_has_exactly_one_handler() -> None:
     assert set(HANDLERS) == set(HookEvent)
     for runtime, events in RUNTIME_EVENTS.items():
         assert set(events) <= set(HookEvent), runtime
+
+
+def test_the_agent_name_grammar_is_written_once() -> None:
+    # core/names.py holds it; a copy elsewhere drifts (it was written out six times)
+    grammar = "[a-z0-9][a-z0-9_-]"
+    copies = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "names.py" and grammar in path.read_text(encoding="utf-8")
+    ]
+    assert copies == []

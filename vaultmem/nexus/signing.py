@@ -35,6 +35,7 @@ from vaultmem.core import clock, config
 from vaultmem.core.errors import IntegrityError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_private
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.names import AGENT_NAME
 from vaultmem.core.vault import Vault, validate_name
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ _KEY_LINE = re.compile(
     r"(?: created (?P<created>\S+))?"
     r"(?: device (?P<device>[a-z2-7]{4}))?"
     r"(?: approved-by (?:`(?P<by_key>k-[0-9a-f]{16})` sig `(?P<ksig>[A-Za-z0-9+/]{86}==)`"
-    r"|reviewer (?P<reviewer>[a-z0-9][a-z0-9_-]{0,39})"
+    rf"|reviewer (?P<reviewer>{AGENT_NAME})"
     r"(?: `(?P<rkey>k-[0-9a-f]{16})` sig `(?P<rsig>[A-Za-z0-9+/]{86}==)`)?(?: (?P<at>\S+))?))?"
 )
 

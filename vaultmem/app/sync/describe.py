@@ -7,9 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 from vaultmem.app.sync.git import git
+from vaultmem.core.names import AGENT_NAME
 from vaultmem.core.vault import Vault
 
-_HEADER = re.compile(r"^\+### \S+ · (?P<agent>[a-z0-9][a-z0-9_-]{0,39}) · ", re.MULTILINE)
+_HEADER = re.compile(rf"^\+### \S+ · (?P<agent>{AGENT_NAME}) · ", re.MULTILINE)
 
 
 def log_entries_in(root: Path, rel: str, *diff_args: str) -> Counter[str]:
