@@ -1,6 +1,6 @@
 """The root command group, lazy the documented click way: `list_commands` names every command
 from a table, `get_command` imports the one module that defines the asked-for command and builds
-only that command.
+only that command, polished for its help (`cli/helptext.py`) and placed in its help panel.
 
 typer builds a click object for every registered command on each call (~18 ms for all of
 vaultmem's, plus importing every command module); one is enough to run one. `--help` lists
@@ -14,6 +14,7 @@ import importlib
 from difflib import get_close_matches
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.cli.helptext import polish
 from vaultmem.cli.typer_internals import (
     CommandInfo,
     TyperGroup,
@@ -27,7 +28,7 @@ from vaultmem.cli.typer_internals import (
 if TYPE_CHECKING:
     import typer
 
-# command or group name -> the vaultmem.cli module that registers it, in help order
+# command or group name -> the vaultmem.cli module that registers it
 COMMANDS: dict[str, str] = {
     "init": "cmd_core",
     "read": "cmd_core",
@@ -71,6 +72,39 @@ COMMANDS: dict[str, str] = {
     "hook": "cmd_agents",
 }
 
+# `vaultmem --help`: each command in one panel, panels and commands in this order
+PANELS: dict[str, tuple[str, ...]] = {
+    "Every turn (agents)": (
+        "read",
+        "append",
+        "recall",
+        "show",
+        "inbox",
+        "wm",
+        "checkpoint",
+        "log",
+    ),
+    "Memory": ("remember", "memories", "forget", "retract"),
+    "Review (people)": ("retain", "promote", "consolidate", "bank"),
+    "Shared state": ("decide", "decisions", "state", "alerts", "resolve", "receipts"),
+    "Set up": ("init", "setup", "mcp"),
+    "Machines and trust": ("sync", "clone", "keys", "trust"),
+    "Maintenance": (
+        "status",
+        "verify",
+        "repair",
+        "index",
+        "watch",
+        "digest",
+        "compact",
+        "profile",
+        "upgrade",
+    ),
+}
+# run by agent runtimes and git, not people: left out of the list, runnable, with their --help
+PLUMBING = ("hook", "merge-file")
+PANEL_OF = {name: panel for panel, names in PANELS.items() for name in names}
+
 
 def registry() -> typer.Typer:
     from vaultmem.cli.base import commands
@@ -94,20 +128,30 @@ def build(name: str, root: typer.Typer) -> click.Command | None:
         "pretty_exceptions_short": root.pretty_exceptions_short,
         "rich_markup_mode": root.rich_markup_mode,
     }
+    built: click.Command | None = None
     for info in reg.registered_commands:
         if _name(info) == name:
-            return get_command_from_info(info, **settings)
+            built = get_command_from_info(info, **settings)
     for group in reg.registered_groups:
         if group.name == name:
-            return get_group_from_info(group, suggest_commands=root.suggest_commands, **settings)
-    return None
+            built = get_group_from_info(group, suggest_commands=root.suggest_commands, **settings)
+    if built is None:
+        return None
+    built.hidden = name in PLUMBING
+    built.rich_help_panel = PANEL_OF.get(name)  # type: ignore[attr-defined]
+    polish(built)
+    return built
 
 
 class LazyGroup(TyperGroup):
     """vaultmem's root group: commands are built when asked for, one at a time."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        polish(self)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
+        return [*PANEL_OF, *PLUMBING]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         from vaultmem.cli.base import app
