@@ -93,7 +93,11 @@ def _usage(param: Any) -> Any:
 
 
 def polish(command: Any) -> None:
-    """Flow, escape and name the metavars of `command` and every subcommand, in place."""
+    """Flow, escape and name the metavars of `command` and every subcommand, in place (once:
+    escaping twice would show the backslashes)."""
+    if getattr(command, "_vaultmem_polished", False):
+        return
+    command._vaultmem_polished = True
     command.help = _words(command.help)
     if command.short_help:
         command.short_help = _words(command.short_help)

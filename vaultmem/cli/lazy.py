@@ -23,6 +23,7 @@ from vaultmem.cli.typer_internals import (
     get_command_from_info,
     get_command_name,
     get_group_from_info,
+    shell_complete,
 )
 
 if TYPE_CHECKING:
@@ -146,9 +147,10 @@ def build(name: str, root: typer.Typer) -> click.Command | None:
 class LazyGroup(TyperGroup):
     """vaultmem's root group: commands are built when asked for, one at a time."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def format_help(self, ctx: click.Context, formatter: Any) -> None:
+        # polished here, not when built: typer adds the completion options after that
         polish(self)
+        super().format_help(ctx, formatter)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*PANEL_OF, *PLUMBING]
@@ -167,6 +169,25 @@ class LazyGroup(TyperGroup):
             from vaultmem.cli.boundary import reader_gone
 
             reader_gone()
+
+    def _main_shell_completion(
+        self, ctx_args: Any, prog_name: str, complete_var: str | None = None
+    ) -> None:
+        """Answer a shell's completion request (`_VAULTMEM_COMPLETE` set), then exit.
+
+        typer's scripts send `complete_bash`; click 8's protocol says `bash_complete`: both
+        are read. Completion builds every command, as `--help` does; plain runs never come
+        here with the variable set."""
+        from vaultmem.core.config import ENV_COMPLETE, env
+
+        var = complete_var or ENV_COMPLETE
+        instruction = env(var)
+        if not instruction:
+            return
+        shell, _, action = instruction.partition("_")
+        if action in ("complete", "source"):
+            instruction = f"{action}_{shell}"
+        raise SystemExit(shell_complete(self, ctx_args, prog_name, var, instruction))
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
