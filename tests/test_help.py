@@ -136,6 +136,12 @@ def test_metavars_are_readable(helps: dict[str, str]) -> None:
     assert re.search(r"--limit +-n +N ", recall)
     assert re.search(r"--explain +Show what", recall)  # a flag: no metavar
     assert re.search(r"--vault +PATH ", recall)
+    assert re.search(r"--since +WHEN ", recall)
+    append = helps["append"]
+    assert re.search(r"--ack +ID ", append) and re.search(r"--to +AGENT ", append)
+    # a long choice list is said in the help, not folded mid-word in the type column
+    assert re.search(r"--type +-t +TYPE +What the entry is\. One of: note, handoff, fix,", append)
+    assert re.search(r"--period +week\|month ", helps["digest"])
 
 
 def test_an_error_names_the_argument_as_the_help_does(cli: Any) -> None:

@@ -455,7 +455,6 @@ def prune(
         str | None,
         typer.Option(
             "--older-than",
-            metavar="AGE",
             help="Age after which a pending fact expires: a duration (60d, 8w) or a number of "
             "days (default: [bank] prune_after_days).",
             show_default=False,

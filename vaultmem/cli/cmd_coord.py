@@ -36,7 +36,6 @@ TtlOpt = Annotated[
     str | None,
     typer.Option(
         "--ttl",
-        metavar="DURATION",
         help="Time to live: a duration (90m, 2h, 7d, 8w, 1h30m) or never "
         "[default: [working] ttl, 24h].",
         show_default=False,
@@ -262,7 +261,6 @@ def receipts(
         str | None,
         typer.Option(
             "--since",
-            metavar="WHEN",
             help="From this entry id (ella.12), date or UTC time (2026-11-29T09:00) or "
             "duration before now (2h).",
             show_default=False,
@@ -272,7 +270,6 @@ def receipts(
         str | None,
         typer.Option(
             "--until",
-            metavar="WHEN",
             help="Up to this entry id (a decision: ella.d1), date or UTC time or duration "
             "before now.",
             show_default=False,

@@ -76,7 +76,6 @@ def digest(
         str | None,
         typer.Option(
             "--since",
-            metavar="WHEN",
             help="Only periods ending after this date or UTC time (2026-11-01, "
             "2026-11-01T09:00) or duration before now (8w).",
             show_default=False,
@@ -144,7 +143,6 @@ def compact(
         str,
         typer.Option(
             "--older-than",
-            metavar="AGE",
             help="Move entries older than this: a duration (30d, 8w, 36h) or a number of days.",
         ),
     ],

@@ -207,7 +207,6 @@ def log_rotate(
         str,
         typer.Option(
             "--keep-days",
-            metavar="DAYS",
             help="Keep this long in the live log: a number of days (30) or a duration (8w, 36h).",
         ),
     ] = "30",

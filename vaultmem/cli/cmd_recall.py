@@ -55,7 +55,6 @@ def recall(
     since: Annotated[
         str | None,
         typer.Option(
-            metavar="WHEN",
             help="Only documents dated on or after this day (frontmatter date, else mtime): "
             "a date (2026-11-30), a UTC time (its day) or a duration before now (7d).",
             show_default=False,

@@ -27,6 +27,32 @@ _TAG = re.compile(r"(\\*)(\[[a-zA-Z#/@][^[]*?])")
 _BLOCK = re.compile(r"\s|[-*•] |\d+[.)] |\|")
 # the value kind typer names -> what the help shows
 _KINDS = {"int": "N", "float": "NUMBER", "str": "TEXT", "path": "PATH", "Path": "PATH"}
+_SHORT_CHOICES = 20  # up to this many characters, `a|b|c` is the metavar itself
+# options whose value has a better name than its type, by parameter name, on every command
+_BY_NAME = {
+    "agent": "NAME",
+    "agents": "NAME",
+    "reviewer": "NAME",
+    "reviewers": "NAME",
+    "to": "AGENT",
+    "reader": "AGENT",
+    "channel": "NAME",
+    "thread": "NAME",
+    "acks": "ID",
+    "supersedes": "ID",
+    "into": "ID",
+    "since": "WHEN",
+    "until": "WHEN",
+    "ttl": "DURATION",
+    "older_than": "AGE",
+    "keep_days": "DAYS",
+    "valid_until": "DATE",
+    "tags": "TAG",
+    "under": "FOLDER",
+    "from": "FILE",
+    "debounce": "SECONDS",
+    "interval": "SECONDS",
+}
 
 
 def escape(text: str) -> str:
@@ -78,7 +104,10 @@ def metavar(param: Any) -> str | None:
         return ""
     choices = _choices(param)
     if choices:
-        return choices
+        # a long list folds mid-word in the narrow type column: it goes into the help instead
+        return choices if len(choices) <= _SHORT_CHOICES else name.upper()
+    if name in _BY_NAME:
+        return _BY_NAME[name]
     bare = getattr(param, "bare_type", None)
     kind = bare() if callable(bare) else ""
     kind = re.sub(r"^list\[(.*)\]$", r"\1", str(kind))
@@ -114,13 +143,17 @@ def polish(command: Any) -> None:
     for param in params:
         if getattr(param, "help", None):
             param.help = _words(param.help)
+        choices = _choices(param)
+        long = choices is not None and len(choices) > _SHORT_CHOICES
+        if choices and long and not all(c in (param.help or "") for c in choices.split("|")):
+            param.help = f"{param.help or ''} One of: {choices.replace('|', ', ')}.".strip()
         shown = metavar(param)
         if shown is not None:
             param.metavar = shown
         if getattr(param, "param_type_name", "") == "argument":
             # the name column says what it is; a type column only for a choice
             param.get_usage_pieces = _usage(param)
-            choices = _choices(param)
-            param.display_type_rich = lambda ctx, shown=choices: shown
+            shown_type = None if long else choices
+            param.display_type_rich = lambda ctx, shown=shown_type: shown
     for sub in getattr(command, "commands", {}).values():
         polish(sub)
