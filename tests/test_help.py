@@ -157,3 +157,21 @@ def test_every_group_and_command_is_polished_once_built() -> None:
         if isinstance(cmd, TyperGroup):
             continue
         assert all(p.metavar is not None for p in cmd.params), path
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Vault folder [env VAULTMEM_VAULT; default: walk up to vaultmem.toml].",
+        "or never [default: [working] ttl, 24h]",
+        "Usage: vaultmem [OPTIONS] COMMAND",  # rich leaves capitals alone: an escape would show
+        "a backslash \\[kept] and [#tag] and [/close] and [@call]",
+        "ends with a backslash \\",
+    ],
+)
+def test_escaped_help_renders_as_written(text: str) -> None:
+    from rich.text import Text
+
+    from vaultmem.cli.helptext import escape
+
+    assert Text.from_markup(escape(text)).plain == text

@@ -1,7 +1,7 @@
 """How the help reads: paragraphs that flow, brackets that stay, metavars people can read.
 
-Applied once to each click command as `cli/lazy.py` builds it (and to the root group), so the
-command modules keep writing plain docstrings and `help=` strings:
+Applied once to each click command as `cli/lazy.py` builds it (and to the root group when its
+help is formatted), so the command modules keep writing plain docstrings and `help=` strings:
 
 - a docstring's line breaks are where its source lines end, not where a sentence does: each
   paragraph is joined into one line (typer keeps single line breaks in rich mode);
@@ -10,7 +10,10 @@ command modules keep writing plain docstrings and `help=` strings:
   is imported only by `cli/output*.py`);
 - typer 0.29 shows each value's Python type (`<bool>`, `<list[str]>`, `{summary}`): a flag shows
   nothing, a value its kind in capitals (`TEXT`, `N`, `PATH`), an argument its name (`QUERY`,
-  `[QUERY]` when optional, as click writes it); a `metavar=` written on the option wins.
+  `[QUERY]` when optional, as click writes it), an option whose value has a better name than
+  its type that name (`--ack ID`, `--since WHEN`, `_BY_NAME`), a short choice list itself
+  (`week|month`) and a long one its name, the choices then ending the help (a long list would
+  fold mid-word in the type column); a `metavar=` written on the option wins.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from typing import Any
 
 HELP_NAMES = ["-h", "--help"]
 
-# what rich would read as a tag: `[` then a letter, `#`, `/` or `@`, up to the next `]`
-_TAG = re.compile(r"(\\*)(\[[a-zA-Z#/@][^[]*?])")
+# what rich reads as a tag (its RE_TAGS): `[` then a small letter, `#`, `/` or `@`, up to the
+# next `]`; `[OPTIONS]` is left alone by rich, and so here (an escape there would show)
+_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 # a line that starts a list item or a block keeps its line break
 _BLOCK = re.compile(r"\s|[-*•] |\d+[.)] |\|")
 # the value kind typer names -> what the help shows
@@ -62,8 +66,7 @@ def escape(text: str) -> str:
         slashes, tag = match.groups()
         return f"{slashes}{slashes}\\{tag}"
 
-    out = _TAG.sub(one, text)
-    return out + "\\" if out.endswith("\\") and not out.endswith("\\\\") else out
+    return _TAG.sub(one, text)  # rendered alone: rich's extra backslash at the end would show
 
 
 def flow(text: str) -> str:
