@@ -313,3 +313,28 @@ def test_choice_errors_are_in_our_words(vault: Path) -> None:
 def test_the_version(flag: str) -> None:
     res = run_cli(flag)
     assert res.exit_code == 0 and res.stdout.startswith("vaultmem ")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["log", "--tail", "x"], "'x' is not a whole number"),
+        (["recall", "x", "--limit", "1.5"], "'1.5' is not a whole number"),
+        (["watch", "--debounce", "soon"], "'soon' is not a number"),
+    ],
+)
+def test_conversion_errors_are_in_our_words(vault: Path, args: list[str], said: str) -> None:
+    """typer converts values through pydantic, whose wording ("Input should be a valid
+    integer, unable to parse string as an integer") is not vaultmem's."""
+    res = run_cli(*args, "--vault", str(vault))
+    assert res.exit_code == 2 and said in res.stderr, res.stderr
+    assert "Input should be" not in res.stderr and "Value error" not in res.stderr
+    as_json = run_cli(*args, "--vault", str(vault), "--json")
+    assert as_json.exit_code == 2 and said in json.loads(as_json.stdout)["error"]["message"]
+
+
+def test_a_mistyped_option_gets_the_help_not_the_double_dash_hint(vault: Path) -> None:
+    res = run_cli("promote", "list", "--limit", "3", "--vault", str(vault))
+    assert res.exit_code == 2 and "No such option: --limit" in res.stderr
+    assert "hint: `vaultmem promote list --help` lists its options" in res.stderr
+    assert "after `--`" not in res.stderr

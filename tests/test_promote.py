@@ -10,7 +10,6 @@ import pytest
 from tests._cli import run_cli, run_proc
 from vaultmem.bank import apply, retain, review, store
 from vaultmem.core import notes
-from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts
 
@@ -329,13 +328,6 @@ def test_reviewing_updates_review_page(tmp_path: Path) -> None:
     assert fid in (root / "Review.md").read_text()
     review.reject(_open(root), fid, why="not durable", reviewer="chiara")
     assert fid not in (root / "Review.md").read_text()
-
-
-def test_parse_age() -> None:
-    assert review.parse_age("60d") == 60 and review.parse_age("8w") == 56
-    assert review.parse_age("30") == 30
-    with pytest.raises(UsageError):
-        review.parse_age("2 months")
 
 
 def test_approved_decision_goes_on_the_decision_log(vault: Path) -> None:

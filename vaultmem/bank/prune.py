@@ -21,7 +21,7 @@ from vaultmem.core.vault import Vault
 def prune(
     vault: Vault,
     *,
-    older_than_days: int | None = None,
+    older_than_days: float | None = None,
     agent: str | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
@@ -47,7 +47,7 @@ def prune(
             if clock.is_past(meta.get("valid_until"), moment.date()):
                 why = f"valid_until {meta['valid_until']} has passed"
             elif latest is not None and latest < cutoff:
-                why = f"pending for more than {days} days"
+                why = f"pending for more than {days:g} days"
             if why is None:
                 continue
             updates = {

@@ -445,16 +445,3 @@ def edit(
         atomic_write(path, new)
         after = model.fact_from_note(vault, path, vault.read_note(path))
     return Decision("edited", after, who)
-
-
-def parse_age(text: str) -> int:
-    """'60d', '8w', '60' → days."""
-    raw = text.strip().lower()
-    units = {"d": 1, "w": 7}
-    mult = 1
-    if raw and raw[-1] in units:
-        mult = units[raw[-1]]
-        raw = raw[:-1]
-    if not raw.isdigit():
-        raise UsageError(f"--older-than {text!r} is not an age", "use days or weeks: 60d, 8w")
-    return int(raw) * mult

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from vaultmem.cli.helptext import HELP_NAMES
 from vaultmem.cli.io import emit, emit_json, open_vault, read_text_arg, warn
 from vaultmem.cli.lazy import LazyGroup
 from vaultmem.core.config import ENV_AGENT, ENV_REVIEWER, ENV_VAULT
@@ -32,14 +33,28 @@ __all__ = [
     "warn",
 ]
 
+ROOT_EPILOG = (
+    "Times: --since and --until take an entry id where they read the log or receipts "
+    "(ella.12, ella.d1), a UTC date or time (2026-11-30, 2026-11-30T14:00, Z optional) or a "
+    "duration before now (90m, 2h, 7d, 8w); --ttl, --older-than and --keep-days take a "
+    "duration (a bare number is days for --keep-days).\n\n"
+    "Plumbing, run by agent runtimes and git rather than people, is left out of this list: "
+    "`vaultmem hook EVENT` (what `vaultmem setup` installs) and `vaultmem merge-file` (git's "
+    'merge driver); each has its own --help, and the README\'s "Use it from your agent" and '
+    '"Several machines" describe them.\n\n'
+    "Every command takes --vault, --agent and --json; `vaultmem COMMAND --help` ends with "
+    "an example."
+)
+
 # The root: a lazy group that builds only the command a line names (cli/lazy.py).
 app = typer.Typer(
     name="vaultmem",
     cls=LazyGroup,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish)
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=ROOT_EPILOG,
+    context_settings={"help_option_names": HELP_NAMES},
 )
 
 # Where command modules register their commands; the root looks them up here, one at a time.
@@ -52,7 +67,7 @@ VaultOpt = Annotated[
     typer.Option(
         "--vault",
         envvar=ENV_VAULT,
-        help="Vault folder [env VAULTMEM_VAULT; default: walk up to vaultmem.toml].",
+        help="Vault folder (default: the nearest folder up from here with a vaultmem.toml).",
         show_default=False,
         rich_help_panel=COMMON,
     ),
@@ -62,7 +77,7 @@ AgentOpt = Annotated[
     typer.Option(
         "--agent",
         envvar=ENV_AGENT,
-        help="Acting agent [env VAULTMEM_AGENT].",
+        help="Acting agent.",
         show_default=False,
         rich_help_panel=COMMON,
     ),
@@ -109,6 +124,7 @@ def _root(
     """Durable, shared memory for AI agents, in a markdown vault people open in Obsidian.
 
     Agents: `read` before answering, `append` after each significant turn, `recall` to search.
+
     People: open the vault in Obsidian, review proposals with `promote`.
     """
 

@@ -10,6 +10,7 @@ path uses this boundary too; typer's own exceptions are recognised only when typ
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,9 @@ def fail(code: int, kind: str, message: str, hint: str | None, as_json: bool) ->
     raise SystemExit(code)
 
 
+_OPTION_NAME = re.compile(r"--[a-z][a-z0-9-]*")
+
+
 def _dash_hint(exc: Exception) -> str | None:
     """For "No such option: -x": a value that starts with a dash reads as an option."""
     name = getattr(exc, "option_name", None)
@@ -56,10 +60,41 @@ def _dash_hint(exc: Exception) -> str | None:
     command = getattr(ctx, "command_path", "")
     if " " not in command:  # an option of vaultmem itself, before any command
         return None
+    if _OPTION_NAME.fullmatch(name):  # reads as a mistyped option, not as a value
+        return f"`{command} --help` lists its options"
     return (
         f"if {name!r} starts a value, not an option, put the value last, after `--` "
         f"({command} --agent A -- '{name} ...'), or join it to its option (--body='{name} ...')"
     )
+
+
+# pydantic's error types (typer converts values through it) -> what vaultmem says of the value
+_NOT_A = {
+    "int_parsing": "is not a whole number",
+    "int_from_float": "is not a whole number",
+    "float_parsing": "is not a number",
+    "bool_parsing": "is not true or false",
+}
+
+
+def _our_words(exc: Exception) -> str:
+    """A usage error's message without the wording of typer's validation layer (pydantic):
+    "Value error, 'x' is not ...", "Input should be a valid integer, unable to parse ..."."""
+    message = str(getattr(exc, "message", ""))
+    errors = getattr(exc.__cause__, "errors", None)
+    try:
+        first = errors()[0] if callable(errors) else None
+    except (IndexError, TypeError, ValueError):
+        first = None
+    if not isinstance(first, dict):
+        return message.replace("Value error, ", "")
+    value, kind = first.get("input"), str(first.get("type", ""))
+    said = str(first.get("msg", message)).replace("Value error, ", "")
+    if kind in _NOT_A:
+        return f"{value!r} {_NOT_A[kind]}"
+    if said.startswith("Input should be "):
+        return f"{value!r} should be {said.removeprefix('Input should be ').split(',')[0]}"
+    return said
 
 
 def _typer_error(exc: Exception, as_json: bool) -> bool:
@@ -70,8 +105,7 @@ def _typer_error(exc: Exception, as_json: bool) -> bool:
     if isinstance(exc, typer.TyperException):
         code = int(getattr(exc, "exit_code", EXIT_USAGE))
         if isinstance(getattr(exc, "message", None), str):
-            # the wording of typer's validation layer is not ours: "Value error, 'x' is not ..."
-            exc.message = exc.message.replace("Value error, ", "")
+            exc.message = _our_words(exc)
         message = getattr(exc, "format_message", lambda: str(exc))()
         hint = _dash_hint(exc)
         if as_json:

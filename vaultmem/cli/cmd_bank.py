@@ -455,7 +455,8 @@ def prune(
         str | None,
         typer.Option(
             "--older-than",
-            help="Age after which a pending fact expires: 60d, 8w (default: [bank] prune_after_days).",
+            help="Age after which a pending fact expires: a duration (60d, 8w) or a number of "
+            "days (default: [bank] prune_after_days).",
             show_default=False,
         ),
     ] = None,
@@ -465,10 +466,13 @@ def prune(
     as_json: JsonOpt = False,
 ) -> None:
     """Move stale pending facts (and those past valid_until) to status: expired. Deletes nothing."""
-    from vaultmem.bank.prune import prune as do_prune
-    from vaultmem.bank.review import parse_age
+    from datetime import timedelta
 
-    days = parse_age(older_than) if older_than else None
+    from vaultmem.bank.prune import prune as do_prune
+    from vaultmem.core.clock import parse_duration
+
+    age = None if older_than is None else parse_duration(older_than, "--older-than", bare_days=True)
+    days = None if age is None else age / timedelta(days=1)
     result = do_prune(open_vault(vault), older_than_days=days, agent=agent, dry_run=dry_run)
     if as_json:
         emit_json(result.to_dict())

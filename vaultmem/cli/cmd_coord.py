@@ -36,7 +36,8 @@ TtlOpt = Annotated[
     str | None,
     typer.Option(
         "--ttl",
-        help="Time to live: 90s, 30m, 2h, 7d, 1h30m or never [default: [working] ttl, 24h].",
+        help="Time to live: a duration (90m, 2h, 7d, 8w, 1h30m) or never "
+        "[default: [working] ttl, 24h].",
         show_default=False,
     ),
 ]
@@ -252,18 +253,25 @@ def wm_push(
     epilog=example(
         "vaultmem receipts --agent ella --until ella.d1",
         "vaultmem receipts --agent ella --since 2026-11-29T09:00 --json",
+        "vaultmem receipts --agent ella --since 1d",
     ),
 )
 def receipts(
     since: Annotated[
         str | None,
-        typer.Option("--since", help="From this UTC time or entry id.", show_default=False),
+        typer.Option(
+            "--since",
+            help="From this entry id (ella.12), date or UTC time (2026-11-29T09:00) or "
+            "duration before now (2h).",
+            show_default=False,
+        ),
     ] = None,
     until: Annotated[
         str | None,
         typer.Option(
             "--until",
-            help="Up to this UTC time or entry id (a decision: ella.d1).",
+            help="Up to this entry id (a decision: ella.d1), date or UTC time or duration "
+            "before now.",
             show_default=False,
         ),
     ] = None,

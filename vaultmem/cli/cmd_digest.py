@@ -75,7 +75,10 @@ def digest(
     since: Annotated[
         str | None,
         typer.Option(
-            "--since", help="Only periods ending after this day (YYYY-MM-DD).", show_default=False
+            "--since",
+            help="Only periods ending after this date or UTC time (2026-11-01, "
+            "2026-11-01T09:00) or duration before now (8w).",
+            show_default=False,
         ),
     ] = None,
     dry_run: DryRunOpt = False,
@@ -137,7 +140,11 @@ def digest(
 )
 def compact(
     older_than: Annotated[
-        str, typer.Option("--older-than", help="Move entries older than this (30d, 8w).")
+        str,
+        typer.Option(
+            "--older-than",
+            help="Move entries older than this: a duration (30d, 8w, 36h) or a number of days.",
+        ),
     ],
     dry_run: DryRunOpt = False,
     vault: VaultOpt = None,

@@ -97,6 +97,8 @@ commands.add_typer(log_app, name="log")
     epilog=example(
         "vaultmem log --tail 20",
         "vaultmem log --since ella.3 --channel backend --json",
+        "vaultmem log --since 2h",
+        "vaultmem log --since 2026-11-29 --until 2026-11-30T12:00",
         "vaultmem log --to lyra --json --reader lyra",
         "vaultmem log --follow",
     ),
@@ -116,7 +118,17 @@ def log_cmd(
         str | None,
         typer.Option(
             "--since",
-            help="Entries after this id, or from this UTC time (2026-11-29T10:00).",
+            help="Entries after this id (ella.12), or from this date or UTC time "
+            "(2026-11-29, 2026-11-29T10:00) or duration before now (90m, 2h, 7d).",
+            show_default=False,
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            help="Entries up to this id (with it), or up to this date or UTC time "
+            "(2026-11-30T12:00) or duration before now (1h).",
             show_default=False,
         ),
     ] = None,
@@ -159,7 +171,8 @@ def log_cmd(
     """Read the live-context log, oldest first. Reads from the end: fast on any log size.
 
     With --follow, keeps printing new entries (one JSON object per line under --json).
-    Exit 4 when --since names an entry that is not in the log.
+    Exit 4 when --since or --until names an entry that is not in the log; exit 2 for a bound
+    that is neither an entry id, a date or time, nor a duration.
     """
     if ctx.invoked_subcommand:
         return
@@ -167,7 +180,9 @@ def log_cmd(
     from vaultmem.nexus.reading import log
 
     v = open_vault(vault)
-    entries = log(v, tail=tail, since=since, agent=agent, channel=channel, type_=type_, to=to)
+    entries = log(
+        v, tail=tail, since=since, until=until, agent=agent, channel=channel, type_=type_, to=to
+    )
     if as_json and not follow:
         rows = [e.to_dict() for e in entries]
         if reader is not None and entries:
@@ -189,22 +204,32 @@ def log_cmd(
 @log_app.command("rotate", epilog=example("vaultmem log rotate --keep-days 30"))
 def log_rotate(
     keep_days: Annotated[
-        int, typer.Option("--keep-days", help="Keep this many days in the live log.")
-    ] = 30,
+        str,
+        typer.Option(
+            "--keep-days",
+            help="Keep this long in the live log: a number of days (30) or a duration (8w, 36h).",
+        ),
+    ] = "30",
     vault: VaultOpt = None,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Move older entries to nexus/archive/live-context-YYYY-MM.md. Nothing is deleted;
     chains still verify across files."""
+    from datetime import timedelta
+
+    from vaultmem.core.clock import parse_duration
     from vaultmem.nexus.rotate import rotate
 
-    result = rotate(open_vault(vault), keep_days=keep_days)
+    keep = parse_duration(keep_days, "--keep-days", bare_days=True, allow_zero=True)
+    assert keep is not None
+    result = rotate(open_vault(vault), keep_days=keep / timedelta(days=1))
     if as_json:
         emit_json(result.to_dict())
         return
     if not result.moved:
-        emit(f"nothing older than {keep_days} days; {result.kept} entries stay")
+        kept = f"{keep_days} days" if keep_days.strip().isdigit() else keep_days.strip()
+        emit(f"nothing older than {kept}; {result.kept} entries stay")
         return
     for rel, n in result.files.items():
         emit(f"moved {n} entries to {rel}")

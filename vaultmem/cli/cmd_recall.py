@@ -55,7 +55,8 @@ def recall(
     since: Annotated[
         str | None,
         typer.Option(
-            help="Only documents dated on or after YYYY-MM-DD (frontmatter date, else mtime).",
+            help="Only documents dated on or after this day (frontmatter date, else mtime): "
+            "a date (2026-11-30), a UTC time (its day) or a duration before now (7d).",
             show_default=False,
         ),
     ] = None,

@@ -119,9 +119,11 @@ def recall(
     **filters: Any,
 ) -> None:
     """`filters`: the command's filter options (kind, type_, under, since, strict, ...), as
-    one RecallFilters: a new filter needs no change here."""
+    one RecallFilters: a new filter needs no change here. `--since` is read with the command
+    line's one time grammar (`clock.point_day`): the search layer dates documents by day."""
     from functools import partial
 
+    from vaultmem.core.clock import point_day
     from vaultmem.search.filters import RecallFilters
     from vaultmem.search.query import recall as do_recall
 
@@ -131,7 +133,11 @@ def recall(
         result_vault,
         query,
         limit=limit,
-        filters=RecallFilters.of(**filters),
+        filters=RecallFilters.of(
+            **{**filters, "since": point_day(filters["since"], "--since")}
+            if filters.get("since") is not None
+            else filters
+        ),
         agent=agent,
         explain=explain,
         mode=mode,

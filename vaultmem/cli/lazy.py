@@ -1,6 +1,6 @@
 """The root command group, lazy the documented click way: `list_commands` names every command
 from a table, `get_command` imports the one module that defines the asked-for command and builds
-only that command.
+only that command, polished for its help (`cli/helptext.py`) and placed in its help panel.
 
 typer builds a click object for every registered command on each call (~18 ms for all of
 vaultmem's, plus importing every command module); one is enough to run one. `--help` lists
@@ -14,6 +14,7 @@ import importlib
 from difflib import get_close_matches
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.cli.helptext import polish
 from vaultmem.cli.typer_internals import (
     CommandInfo,
     TyperGroup,
@@ -22,12 +23,13 @@ from vaultmem.cli.typer_internals import (
     get_command_from_info,
     get_command_name,
     get_group_from_info,
+    shell_complete,
 )
 
 if TYPE_CHECKING:
     import typer
 
-# command or group name -> the vaultmem.cli module that registers it, in help order
+# command or group name -> the vaultmem.cli module that registers it
 COMMANDS: dict[str, str] = {
     "init": "cmd_core",
     "read": "cmd_core",
@@ -71,6 +73,39 @@ COMMANDS: dict[str, str] = {
     "hook": "cmd_agents",
 }
 
+# `vaultmem --help`: each command in one panel, panels and commands in this order
+PANELS: dict[str, tuple[str, ...]] = {
+    "Every turn (agents)": (
+        "read",
+        "append",
+        "recall",
+        "show",
+        "inbox",
+        "wm",
+        "checkpoint",
+        "log",
+    ),
+    "Memory": ("remember", "memories", "forget", "retract"),
+    "Review (people)": ("retain", "promote", "consolidate", "bank"),
+    "Shared state": ("decide", "decisions", "state", "alerts", "resolve", "receipts"),
+    "Set up": ("init", "setup", "mcp"),
+    "Machines and trust": ("sync", "clone", "keys", "trust"),
+    "Maintenance": (
+        "status",
+        "verify",
+        "repair",
+        "index",
+        "watch",
+        "digest",
+        "compact",
+        "profile",
+        "upgrade",
+    ),
+}
+# run by agent runtimes and git, not people: left out of the list, runnable, with their --help
+PLUMBING = ("hook", "merge-file")
+PANEL_OF = {name: panel for panel, names in PANELS.items() for name in names}
+
 
 def registry() -> typer.Typer:
     from vaultmem.cli.base import commands
@@ -94,20 +129,31 @@ def build(name: str, root: typer.Typer) -> click.Command | None:
         "pretty_exceptions_short": root.pretty_exceptions_short,
         "rich_markup_mode": root.rich_markup_mode,
     }
+    built: click.Command | None = None
     for info in reg.registered_commands:
         if _name(info) == name:
-            return get_command_from_info(info, **settings)
+            built = get_command_from_info(info, **settings)
     for group in reg.registered_groups:
         if group.name == name:
-            return get_group_from_info(group, suggest_commands=root.suggest_commands, **settings)
-    return None
+            built = get_group_from_info(group, suggest_commands=root.suggest_commands, **settings)
+    if built is None:
+        return None
+    built.hidden = name in PLUMBING
+    built.rich_help_panel = PANEL_OF.get(name)  # type: ignore[attr-defined]
+    polish(built)
+    return built
 
 
 class LazyGroup(TyperGroup):
     """vaultmem's root group: commands are built when asked for, one at a time."""
 
+    def format_help(self, ctx: click.Context, formatter: Any) -> None:
+        # polished here, not when built: typer adds the completion options after that
+        polish(self)
+        super().format_help(ctx, formatter)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
+        return [*PANEL_OF, *PLUMBING]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         from vaultmem.cli.base import app
@@ -123,6 +169,25 @@ class LazyGroup(TyperGroup):
             from vaultmem.cli.boundary import reader_gone
 
             reader_gone()
+
+    def _main_shell_completion(
+        self, ctx_args: Any, prog_name: str, complete_var: str | None = None
+    ) -> None:
+        """Answer a shell's completion request (`_VAULTMEM_COMPLETE` set), then exit.
+
+        typer's scripts send `complete_bash`; click 8's protocol says `bash_complete`: both
+        are read. Completion builds every command, as `--help` does; plain runs never come
+        here with the variable set."""
+        from vaultmem.core.config import ENV_COMPLETE, env
+
+        var = complete_var or ENV_COMPLETE
+        instruction = env(var)
+        if not instruction:
+            return
+        shell, _, action = instruction.partition("_")
+        if action in ("complete", "source"):
+            instruction = f"{action}_{shell}"
+        raise SystemExit(shell_complete(self, ctx_args, prog_name, var, instruction))
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

@@ -2,7 +2,8 @@
 
 The lazy root group (`cli/lazy.py`) builds one command at a time from typer's registrations,
 and the fast path's generator (`cli/fast.py`) reads how typer describes a parameter; both need
-names typer does not document: its vendored click (`typer._click`), `typer.main`'s builders,
+names typer does not document (and the shell completion, `typer.completion.shell_complete`):
+its vendored click (`typer._click`), `typer.main`'s builders,
 `TyperGroup` and a parameter's `type_descriptor`. pyproject.toml pins typer to the minor
 release these were read from; a typer without one of them fails here, loudly, naming what is
 missing, instead of failing somewhere inside a command (`tests/test_cli.py` imports this module
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+import typer.completion
 import typer.main
 
 SUPPORTED = ((0, 29), (0, 30))  # typer >= 0.29, < 0.30, as pyproject.toml pins it
@@ -29,6 +31,7 @@ def _missing() -> list[str]:
         (typer.main, "get_command_from_info"),
         (typer.main, "get_group_from_info"),
         (typer.main, "get_command_name"),
+        (typer.completion, "shell_complete"),
     ):
         if not hasattr(owner, name):
             gone.append(f"typer.main.{name}")
@@ -53,6 +56,7 @@ if _missing():
 get_command_from_info = typer.main.get_command_from_info
 get_group_from_info = typer.main.get_group_from_info
 get_command_name = typer.main.get_command_name
+shell_complete = typer.completion.shell_complete
 CommandInfo = typer.models.CommandInfo
 
 
@@ -80,5 +84,6 @@ __all__ = [
     "get_command_from_info",
     "get_command_name",
     "get_group_from_info",
+    "shell_complete",
     "version",
 ]

@@ -8,6 +8,14 @@ Two string forms, both UTC:
 - an *entry time* (`2026-11-29T15:20:01.123Z`, milliseconds): log entries, where the order of
   entries written in the same second matters.
 
+The one time grammar of the command line (and of the MCP tools that take times):
+
+- a *point* (`--since`, `--until`): an entry id where the caller reads a log (`ella.12`), an
+  ISO date or UTC time (`2026-11-30`, `2026-11-30T14:00`, `2026-11-30T14:00:05Z`, an offset
+  such as `+02:00` is converted), or a duration meaning that long before now (`2h`, `7d`);
+- a *span* (`--ttl`, `--older-than`, `--keep-days`): a duration (`90m`, `2h`, `7d`, `8w`,
+  `1h30m`); a bare number of days where the option is counted in days (`--keep-days 30`).
+
 `now()` honours `VAULTMEM_NOW` (read by `config`, the only module that reads the environment)
 so that tests and benchmarks can pin the clock for a whole process.
 """
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, timedelta
+from typing import Protocol
 
 from vaultmem.core.errors import UsageError
 
@@ -25,6 +34,19 @@ _DURATION_PART = re.compile(r"([0-9]{1,6})([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 NEVER = "never"
 DATE_RE = re.compile(r"\d{4}-\d\d-\d\d")
+# a date, or a date and a time to the minute or finer, in UTC unless it says otherwise
+_POINT_RE = re.compile(
+    r"(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d(?::\d\d(?:\.\d{1,6})?)?))?(Z|[+-]\d\d:\d\d)?"
+)
+DURATION_FORMS = "a duration: 90s, 90m, 2h, 7d, 8w, 1h30m"
+POINT_FORMS = (
+    "a date or UTC time (2026-11-30, 2026-11-30T14:00, Z optional) or a duration before now "
+    "(90m, 2h, 7d, 8w)"
+)
+
+
+class _Pattern(Protocol):
+    def fullmatch(self, string: str) -> object: ...
 
 
 def now() -> datetime:
@@ -92,19 +114,64 @@ def is_past(valid_until: object, day: date | None = None) -> bool:
 
 
 def parse_duration(
-    text: str, what: str = "--ttl", *, allow_never: bool = False
+    text: str,
+    what: str = "--ttl",
+    *,
+    allow_never: bool = False,
+    bare_days: bool = False,
+    allow_zero: bool = False,
 ) -> timedelta | None:
-    """`90s`, `30m`, `2h`, `7d`, `2w`, `1h30m` (full match); `never` (None) where allowed.
+    """A span: `90s`, `30m`, `2h`, `7d`, `2w`, `1h30m` (full match); `never` (None) where
+    allowed; a bare number of days (`30`) where the option counts days.
 
-    UsageError (exit 2) for anything else, including a zero duration."""
+    UsageError (exit 2) naming `what` and the accepted forms for anything else, and for a zero
+    duration unless `allow_zero`."""
+    text = text.strip()
     if allow_never and text == NEVER:
         return None
+    if bare_days and text.isdigit() and len(text) <= 6:
+        text += "d"
     if not DURATION_RE.fullmatch(text):
-        hint = "a number and a unit: 90s, 30m, 2h, 7d, 2w, 1h30m" + (
-            ", or never" if allow_never else ""
+        hint = (
+            DURATION_FORMS
+            + (", or a number of days (30)" if bare_days else "")
+            + (", or never" if allow_never else "")
         )
         raise UsageError(f"{what} {text!r} is not a duration", hint)
     seconds = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
-    if seconds <= 0:
+    if seconds <= 0 and not allow_zero:
         raise UsageError(f"{what} {text!r} is zero", "give a positive duration, e.g. 2h")
     return timedelta(seconds=seconds)
+
+
+def parse_point(text: str, what: str = "--since", *, ids: _Pattern | None = None) -> datetime | str:
+    """A point in time a person named: an aware UTC datetime, or, when `ids` (the caller's
+    entry-id grammar) matches, the id itself for the caller to look up.
+
+    A date is its midnight (UTC); a duration is that long before now. UsageError (exit 2)
+    naming `what` and the accepted forms for anything else."""
+    raw = text.strip()
+    if ids is not None and ids.fullmatch(raw):
+        return raw
+    m = _POINT_RE.fullmatch(raw)
+    if m:
+        day, time, zone = m.groups()
+        iso = f"{day}T{time or '00:00'}{'+00:00' if zone in (None, 'Z') else zone}"
+        try:
+            return datetime.fromisoformat(iso).astimezone(UTC)
+        except ValueError:
+            pass  # 2026-02-30: said below
+    elif DURATION_RE.fullmatch(raw):
+        span = parse_duration(raw, what, allow_zero=True)
+        assert span is not None
+        return now() - span
+    forms = ("an entry id (ella.12), " if ids is not None else "") + POINT_FORMS
+    kinds = "an entry id, a date, a time or a duration" if ids else "a date, a time or a duration"
+    raise UsageError(f"{what} {text!r} is not {kinds}", f"use {forms}")
+
+
+def point_day(text: str, what: str = "--since") -> str:
+    """A point for what is dated by day (recall's documents): `YYYY-MM-DD`, UTC."""
+    moment = parse_point(text, what)
+    assert isinstance(moment, datetime)
+    return moment.date().isoformat()

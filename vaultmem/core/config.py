@@ -32,6 +32,8 @@ ENV_CODEX_HOME = "CODEX_HOME"  # where Codex keeps config.toml (default ~/.codex
 # crash tests only: `step:N` kills this process (SIGKILL) just before its Nth step (a rename,
 # link or durable append); tests/integration/test_crash.py runs real commands at each N
 ENV_CRASH_AT = "VAULTMEM_CRASH_AT"
+# set by a shell's completion script (`vaultmem --show-completion`): the protocol of click
+ENV_COMPLETE = "_VAULTMEM_COMPLETE"
 
 CONFIG_NAME = "vaultmem.toml"
 

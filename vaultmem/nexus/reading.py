@@ -5,12 +5,13 @@ the size of the file."""
 from __future__ import annotations
 
 import os
-import re
 import time as _time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
+from vaultmem.core import clock
 from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import ALL, HEADER_START, ID_RE, Entry, parse_bytes, time_order
@@ -107,7 +108,6 @@ DEFAULT_TAIL = 20
 # entries read beyond the point where a reader from the end could stop: a sync puts one
 # machine's new entries after the other's, so the newest by time need not be the last in the file
 LOOKBACK = 1000
-_TIME_RE = re.compile(r"\d{4}-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,6})?)?)?)?)?Z?")
 
 
 def log(
@@ -115,17 +115,22 @@ def log(
     *,
     tail: int | None = None,
     since: str | None = None,
+    until: str | None = None,
     agent: str | None = None,
     channel: str | None = None,
     type_: str | None = None,
     to: str | None = None,
 ) -> list[Entry]:
-    """Matching entries, oldest first by time: the newest `tail` (default 20), or all after
-    `since` (an entry id: those after it in the file; a time: those from then on)."""
+    """Matching entries, oldest first by time: the newest `tail` (default 20 without `since`),
+    those after `since` and those up to `until` (each a point of `clock.parse_point`: an entry
+    id, for the entries after it / up to and with it in the file; a time, a date or a
+    duration before now, for the entries from / up to then)."""
     if tail is not None and tail < 0:
         raise UsageError("--tail must be 0 or more", "e.g. --tail 20")
     path = vault.live_context
-    if since is None:
+    low = None if since is None else clock.parse_point(since, "--since", ids=ID_RE)
+    high = None if until is None else clock.parse_point(until, "--until", ids=ID_RE)
+    if low is None and high is None:
         return last_entries(
             path,
             DEFAULT_TAIL if tail is None else tail,
@@ -134,39 +139,43 @@ def log(
             type_=type_,
             to=to,
         )
+    wanted = DEFAULT_TAIL if tail is None and low is None else tail
+    low_time = clock.stamp_ms(low) if isinstance(low, datetime) else None
+    high_time = clock.stamp_ms(high) if isinstance(high, datetime) else None
+    waiting = isinstance(high, str)  # the --until entry is not reached yet
+    reached = False  # the --since entry
     out: list[Entry] = []
-    if ID_RE.fullmatch(since):
-        found = False
-        for e in iter_reverse(path):
-            if e.id == since:
-                found = True
+    past = 0
+    for e in iter_reverse(path):
+        if isinstance(low, str) and e.id == low:
+            reached = True
+            break
+        if waiting:
+            if e.id != high:
+                continue
+            waiting = False
+        if low_time is not None and e.time < low_time:
+            past += 1
+            if past > LOOKBACK:
                 break
-            if matches(e, agent=agent, channel=channel, type_=type_, to=to):
-                out.append(e)
-        if not found:
+            continue
+        if low is None and wanted is not None and len(out) >= wanted:
+            past += 1  # enough: read LOOKBACK more, as last_entries does
+            if past > LOOKBACK:
+                break
+        if high_time is not None and e.time > high_time:
+            continue
+        if matches(e, agent=agent, channel=channel, type_=type_, to=to):
+            out.append(e)
+    for bound, option, missing in ((high, "--until", waiting), (low, "--since", not reached)):
+        if isinstance(bound, str) and missing:
             raise EntryNotFoundError(
-                f"no entry {since!r} in {vault.rel(path)}",
+                f"no entry {bound!r} in {vault.rel(path)} ({option})",
                 "use an id shown by `vaultmem log` (rotated entries are in nexus/archive/), or a time",
             )
-    elif _TIME_RE.fullmatch(since):
-        bound = since.rstrip("Z").replace(" ", "T")
-        past = 0
-        for e in iter_reverse(path):
-            if e.time < bound:
-                past += 1
-                if past > LOOKBACK:
-                    break
-                continue
-            if matches(e, agent=agent, channel=channel, type_=type_, to=to):
-                out.append(e)
-    else:
-        raise UsageError(
-            f"--since {since!r} is neither an entry id nor a time",
-            "e.g. --since ella.12 or --since 2026-11-29T10:00 (UTC)",
-        )
     out.sort(key=time_order)
-    if tail is not None:
-        out = out[-tail:] if tail else []
+    if wanted is not None:
+        out = out[-wanted:] if wanted else []
     return out
 
 

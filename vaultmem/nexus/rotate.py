@@ -51,8 +51,8 @@ def recover(vault: Vault) -> list[str]:
     return done
 
 
-def rotate(vault: Vault, *, keep_days: int = 30, now: datetime | None = None) -> RotateResult:
-    """Move live-log entries older than `keep_days` to nexus/archive/live-context-YYYY-MM.md."""
+def rotate(vault: Vault, *, keep_days: float = 30, now: datetime | None = None) -> RotateResult:
+    """Move live-log entries older than `keep_days` (a fraction counts: 1.5 is 36 hours) to nexus/archive/live-context-YYYY-MM.md."""
     from vaultmem.core.errors import UsageError
 
     if keep_days < 0:

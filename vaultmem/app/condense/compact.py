@@ -58,7 +58,7 @@ def current_digests(vault: Vault, entries: list[Any]) -> dict[str, str]:
 def compact(
     vault: Vault, older_than: str, *, dry_run: bool = False, now: datetime | None = None
 ) -> CompactResult:
-    delta = clock.parse_duration(older_than, "--older-than")
+    delta = clock.parse_duration(older_than, "--older-than", bare_days=True)
     assert delta is not None
     moment = now or clock.now()
     cutoff = moment - delta

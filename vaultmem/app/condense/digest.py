@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from vaultmem.app.condense.parts import SECTIONS, Statement
@@ -355,9 +355,10 @@ def digest(
         raise UsageError(f"--period {kind!r} is not a period", "use week or month")
     moment = now or clock.now()
     start = None
-    if since:
-        day = clock.parse_date(since, "--since")
-        start = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    if since is not None:
+        point = clock.parse_point(since, "--since")
+        assert isinstance(point, datetime)
+        start = point
     writer = None if dry_run else vault.require_agent(agent)
     if writer is not None:
         from vaultmem.nexus.log import check_can_append

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.core import clock, seal
-from vaultmem.core.errors import EntryNotFoundError, UsageError
+from vaultmem.core.errors import EntryNotFoundError
 from vaultmem.core.fsio import append_line
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.names import AGENT_NAME
@@ -170,24 +170,21 @@ def _entry_time(vault: Vault, entry_id: str) -> str | None:
     return next((e.time for e in iter_reverse(vault.live_context) if e.id == entry_id), None)
 
 
-def time_of(vault: Vault, value: str) -> str:
-    """A bound for --since/--until: a UTC time, or the time of an entry or decision id."""
+def time_of(vault: Vault, value: str, what: str = "--since") -> str:
+    """A bound for --since/--until (`clock.parse_point`): the time of an entry or decision id,
+    or a date, a UTC time or a duration before now."""
     from vaultmem.nexus.entry import ID_RE
 
-    if ID_RE.fullmatch(value):
-        found = _entry_time(vault, value)
+    point = clock.parse_point(value, what, ids=ID_RE)
+    if isinstance(point, str):
+        found = _entry_time(vault, point)
         if found is None:
             raise EntryNotFoundError(
-                f"no entry {value!r}", "use an id shown by `vaultmem log` or `vaultmem decisions`"
+                f"{what}: no entry {point!r}",
+                "use an id shown by `vaultmem log` or `vaultmem decisions`",
             )
         return found
-    moment = clock.parse_time(value) if value == value.strip() else None
-    if moment is None:
-        raise UsageError(
-            f"{value!r} is neither an entry id nor a time",
-            "e.g. ella.d1, ella.12 or 2026-11-29T10:00 (UTC)",
-        )
-    return clock.stamp_ms(moment)
+    return clock.stamp_ms(point)
 
 
 def receipts(
@@ -195,8 +192,8 @@ def receipts(
 ) -> list[Receipt]:
     """The agent's receipts, oldest first, from `since` up to `until` (times or entry ids)."""
     agent = vault.require_agent(agent)
-    low = time_of(vault, since) if since else None
-    high = time_of(vault, until) if until else None
+    low = time_of(vault, since, "--since") if since is not None else None
+    high = time_of(vault, until, "--until") if until is not None else None
     return [
         r
         for r in _read(vault, agent)
