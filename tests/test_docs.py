@@ -24,12 +24,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
 import pytest
 import typer.main
 
 from tests._cli import REPO, copy_example, run_cli
 from vaultmem.cli.app import app
+from vaultmem.cli.typer_internals import click
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 CLI_DOC = REPO / "docs" / "cli.md"
@@ -150,7 +150,7 @@ def documented_options(cmd: click.Command) -> list[str]:
     """The options a command's section must name: all but the common ones and --help."""
     names = []
     for param in cmd.params:
-        if not isinstance(param, click.Option) or "--help" in param.opts:
+        if param.param_type_name != "option" or "--help" in param.opts:
             continue
         if getattr(param, "rich_help_panel", None) == "Common options":
             continue
@@ -266,7 +266,9 @@ def session(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return root, env
 
 
-def shell_script(block: Block, commands: list[Command], root: Path, outdir: Path) -> str:
+def shell_script(commands: list[Command], root: Path, outdir: Path) -> str:
+    """One bash script for a whole doc file, as a reader types it into one terminal: `cd` and
+    `export` carry on to the next block. Each command's output and exit code go to files."""
     lines = [
         f'__d="{outdir}"',
         '__last() { grep -ohE "$1" "$__d/printed" 2>/dev/null | tail -n 1; }',
@@ -283,13 +285,12 @@ def shell_script(block: Block, commands: list[Command], root: Path, outdir: Path
     return "\n".join(lines) + "\n"
 
 
-def run_doc(name: str, tmp_path: Path) -> tuple[int, int, list[str]]:
-    """Run every block of one doc file in order: (blocks run, blocks marked not-run, failures)."""
-    root, env = session(tmp_path)
-    outdir = tmp_path / "out"
-    outdir.mkdir()
+def file_commands(name: str) -> tuple[list[Command], int, int, list[str]]:
+    """Every command of a doc file's runnable blocks, in order (a Python block is one command),
+    the number of blocks run and marked not-run, and unknown placeholders."""
+    commands: list[Command] = []
     ran = skipped = 0
-    failures: list[str] = []
+    problems: list[str] = []
     for block in doc_blocks(name):
         if block.lang not in SHELL | PYTHON:
             continue
@@ -298,38 +299,35 @@ def run_doc(name: str, tmp_path: Path) -> tuple[int, int, list[str]]:
             continue
         ran += 1
         if block.lang in PYTHON:
-            res = subprocess.run(
-                [sys.executable, "-c", block.text],
-                cwd=root,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if res.returncode:
-                failures.append(f"{name}:{block.line}: python block exit {res.returncode}\n{res.stderr[-2000:]}")
+            commands.append(Command(block.line, f"'{sys.executable}' - <<'__VAULTMEM_DOC__'\n{block.text}\n__VAULTMEM_DOC__", 0))
             continue
-        commands = shell_commands(block)
-        unknown = [
-            f"{name}:{c.line}: unknown placeholder {p}"
-            for c in commands
-            for p in re.findall(r"<[a-z][a-z-]*>", c.text)
-            if p not in PLACEHOLDERS
-        ]
-        failures += unknown
-        for old in outdir.glob("[0-9]*.*"):
-            old.unlink()
-        script = shell_script(block, commands, root, outdir)
-        subprocess.run(["bash", "-c", script], env=env, timeout=600, check=False)
-        for n, cmd in enumerate(commands):
-            rc_file = outdir / f"{n}.rc"
-            if not rc_file.exists():
-                failures.append(f"{name}:{cmd.line}: did not run (an earlier command left the shell)")
-                break
-            rc = int(rc_file.read_text().strip() or "-1")
-            if rc != cmd.expect:
-                err = (outdir / f"{n}.err").read_text(errors="replace")[-1500:]
-                failures.append(f"{name}:{cmd.line}: exit {rc}, documented {cmd.expect}: {cmd.text}\n{err}")
+        for cmd in shell_commands(block):
+            problems += [
+                f"{name}:{cmd.line}: unknown placeholder {p}"
+                for p in re.findall(r"<[a-z][a-z-]*>", cmd.text)
+                if p not in PLACEHOLDERS
+            ]
+            commands.append(cmd)
+    return commands, ran, skipped, problems
+
+
+def run_doc(name: str, tmp_path: Path) -> tuple[int, int, list[str]]:
+    """Run every block of one doc file in order: (blocks run, blocks marked not-run, failures)."""
+    root, env = session(tmp_path)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    commands, ran, skipped, failures = file_commands(name)
+    script = shell_script(commands, root, outdir)
+    subprocess.run(["bash", "-c", script], env=env, timeout=1800, check=False)
+    for n, cmd in enumerate(commands):
+        rc_file = outdir / f"{n}.rc"
+        if not rc_file.exists():
+            failures.append(f"{name}:{cmd.line}: did not run (an earlier command left the shell)")
+            break
+        rc = int(rc_file.read_text().strip() or "-1")
+        if rc != cmd.expect:
+            err = (outdir / f"{n}.err").read_text(errors="replace")[-1500:]
+            failures.append(f"{name}:{cmd.line}: exit {rc}, documented {cmd.expect}: {cmd.text}\n{err}")
     return ran, skipped, failures
 
 
@@ -341,6 +339,7 @@ def test_every_block_runs_as_documented(name: str, tmp_path: Path) -> None:
     assert not failures, "\n\n".join(failures)
 
 
+@pytest.mark.slow
 def test_the_block_runner_catches_a_failing_command(tmp_path: Path) -> None:
     """The runner itself: an unmarked command that fails is a failure, a documented exit code
     is not, a placeholder takes the newest printed value, and a marked block is counted."""
