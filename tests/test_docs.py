@@ -377,3 +377,38 @@ def test_the_first_screen_main_job_runs(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert "ella" in res.stdout
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """GitHub's anchors for a markdown file's headings (outside code blocks)."""
+    anchors: set[str] = set()
+    fenced = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        m = re.match(r"^#{1,6} (.+?)\s*$", line)
+        if m and not fenced:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-")
+            anchors.add(slug)
+    return anchors
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    """Links from the README and docs/ to a file of the repository, and to a heading in it."""
+    broken = []
+    for name in DOC_FILES:
+        path = REPO / name
+        if not path.exists():
+            continue
+        text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = (path.parent / file_part).resolve() if file_part else path
+            if not dest.exists():
+                broken.append(f"{name}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in heading_anchors(dest):
+                broken.append(f"{name}: {target} (no such heading)")
+    assert not broken
