@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -91,7 +90,9 @@ def doc_blocks(name: str) -> list[Block]:
             body.append(lines[i])
             i += 1
         marked = NOT_RUN.match(previous)
-        out.append(Block(name, start + 1, lang, "\n".join(body), marked.group(1) if marked else None))
+        out.append(
+            Block(name, start + 1, lang, "\n".join(body), marked.group(1) if marked else None)
+        )
         previous = ""
         i += 1
     return out
@@ -135,7 +136,9 @@ def shell_commands(block: Block) -> list[Command]:
             continue
         pending.append(code)
         m = re.match(r"exit (\d+)\b", comment)
-        out.append(Command(first, " ".join(p.strip() for p in pending), int(m.group(1)) if m else 0))
+        out.append(
+            Command(first, " ".join(p.strip() for p in pending), int(m.group(1)) if m else 0)
+        )
         pending = []
     return out
 
@@ -184,7 +187,9 @@ def test_every_command_and_option_is_in_the_cli_reference() -> None:
     missing = [path for path, _cmd in command_paths() if path not in sections]
     assert not missing, f"docs/cli.md has no `vaultmem PATH` section for: {missing}"
     unnamed = {
-        path: [opt for opt in documented_options(cmd) if not re.search(rf"`{opt}\b", sections[path])]
+        path: [
+            opt for opt in documented_options(cmd) if not re.search(rf"`{opt}\b", sections[path])
+        ]
         for path, cmd in command_paths()
     }
     unnamed = {path: opts for path, opts in unnamed.items() if opts}
@@ -299,7 +304,13 @@ def file_commands(name: str) -> tuple[list[Command], int, int, list[str]]:
             continue
         ran += 1
         if block.lang in PYTHON:
-            commands.append(Command(block.line, f"'{sys.executable}' - <<'__VAULTMEM_DOC__'\n{block.text}\n__VAULTMEM_DOC__", 0))
+            commands.append(
+                Command(
+                    block.line,
+                    f"'{sys.executable}' - <<'__VAULTMEM_DOC__'\n{block.text}\n__VAULTMEM_DOC__",
+                    0,
+                )
+            )
             continue
         for cmd in shell_commands(block):
             problems += [
@@ -327,7 +338,9 @@ def run_doc(name: str, tmp_path: Path) -> tuple[int, int, list[str]]:
         rc = int(rc_file.read_text().strip() or "-1")
         if rc != cmd.expect:
             err = (outdir / f"{n}.err").read_text(errors="replace")[-1500:]
-            failures.append(f"{name}:{cmd.line}: exit {rc}, documented {cmd.expect}: {cmd.text}\n{err}")
+            failures.append(
+                f"{name}:{cmd.line}: exit {rc}, documented {cmd.expect}: {cmd.text}\n{err}"
+            )
     return ran, skipped, failures
 
 
