@@ -214,10 +214,11 @@ def first_screen() -> str:
 def test_readme_first_screen_has_the_two_commands() -> None:
     screen = first_screen()
     # the main job, on example-vault, from a fresh checkout: install and load ella's pack
-    assert 'pip install -e ".[mcp]" && vaultmem read --vault example-vault --agent ella' in screen
+    assert "pip install -e . && vaultmem read --vault example-vault --agent ella" in screen
     # the tests
     assert 'pip install -e ".[dev]" && pytest' in screen
-    # and the three commands from there to an agent that remembers
+    # exactly those two commands; from there to an agent that remembers, in the text below them
+    assert sum(1 for line in screen.splitlines() if line.startswith("```bash")) == 2
     assert "vaultmem init" in screen and "vaultmem setup claude-code" in screen
 
 
