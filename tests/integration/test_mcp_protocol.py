@@ -196,3 +196,22 @@ def test_a_line_longer_than_the_limit_is_refused_and_the_next_one_served(
         "id": 2,
         "result": {},
     }
+
+
+def test_time_arguments_take_the_cli_grammar(vault: Path) -> None:
+    replies = by_id(
+        exchange(
+            vault,
+            [
+                _init(),
+                _call(1, "recall", {"query": "stripe", "since": "3650d"}),
+                _call(2, "recall", {"query": "stripe", "since": "last tuesday"}),
+                _call(3, "log", {"since": "2000-01-01", "until": "1d"}),
+                _call(4, "log", {"until": "soon"}),
+            ],
+        )
+    )
+    assert not replies[1]["result"].get("isError") and replies[1]["result"]["structuredContent"]
+    assert replies[2]["result"]["isError"] and "since" in replies[2]["result"]["content"][0]["text"]
+    assert not replies[3]["result"].get("isError")
+    assert replies[4]["result"]["isError"]

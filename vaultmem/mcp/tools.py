@@ -93,7 +93,13 @@ def append(
 def log(
     call: Call,
     tail: Annotated[int, Arg("How many of the newest entries.", ge=1)] = 20,
-    since: Annotated[str | None, Arg("Everything after this entry id or ISO time instead.")] = None,
+    since: Annotated[
+        str | None,
+        Arg("Everything after this instead: an entry id, a date or time, or a duration (2h, 7d)."),
+    ] = None,
+    until: Annotated[
+        str | None, Arg("Only up to this: an entry id, a date or time, or a duration ago.")
+    ] = None,
     agent: Annotated[str | None, Arg("Only entries by this agent.")] = None,
     channel: Annotated[str | None, Arg("Only this channel.")] = None,
     type: Annotated[EntryType | None, Arg("Only this entry type.")] = None,
@@ -106,7 +112,13 @@ def log(
     from vaultmem.nexus.shown import ShowCheck
 
     entries = reading_mod.log(
-        v, tail=None if since else tail, since=since, agent=agent, channel=channel, type_=type
+        v,
+        tail=None if since else tail,
+        since=clean(since),
+        until=clean(until),
+        agent=agent,
+        channel=channel,
+        type_=type,
     )
     check = ShowCheck(v)  # what fails verification is left out, and said (issue 20)
     entries = check.genuine(entries)
@@ -128,7 +140,9 @@ def recall(
     kind: Annotated[Kind | None, Arg("Only this kind of document.")] = None,
     type: Annotated[FactType | None, Arg("Only facts of this type.")] = None,
     under: Annotated[str | None, Arg("Only files under this vault folder.")] = None,
-    since: Annotated[str | None, Arg("Only documents dated on or after YYYY-MM-DD.")] = None,
+    since: Annotated[
+        str | None, Arg("Only documents dated on or after this: a date, a time or a duration (7d).")
+    ] = None,
     mode: Annotated[
         Literal["keyword", "semantic", "hybrid"] | None,
         Arg("keyword, semantic or hybrid (default: the vault's setting)."),
@@ -138,12 +152,14 @@ def recall(
     your own folder; never another agent's private notes or pending facts). Each hit has
     path, heading and line range."""
     from vaultmem.app.pack.receipts import record
+    from vaultmem.core.clock import point_day
     from vaultmem.search.filters import RecallFilters
     from vaultmem.search.query import recall as do_recall
 
     v = call.vault()
     who = call.me(v)
-    filters = RecallFilters.of(kind=kind, type=type, under=clean(under), since=clean(since))
+    day = point_day(since.strip(), "since") if since else None  # the CLI's one time grammar
+    filters = RecallFilters.of(kind=kind, type=type, under=clean(under), since=day)
     result = do_recall(v, query, limit=limit, filters=filters, agent=who, mode=mode)
     data = dict(result.to_dict())
     ids = [h.id for h in result.hits if h.id]
