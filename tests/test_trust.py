@@ -255,7 +255,7 @@ def test_redact_policy_never_writes_the_secret(world: tuple[Path, Path]) -> None
     [
         (["append", "x", "--channel", "backend\n", "--agent", "ella"], "channel"),
         (["append", "x", "--type", "ack", "--ack", "ella.1\n", "--agent", "ella"], "entry id"),
-        (["log", "--since", "ella.1\n"], "neither an entry id nor a time"),
+        (["log", "--since", "ella.1\n"], "is not an entry id, a date, a time or a duration"),
         (["init", "--agent", "nova\n"], "invalid agent name"),
         (["retain", "x", "--type", "fact", "--tag", "ok\n", "--agent", "ella"], "invalid tag"),
     ],

@@ -125,8 +125,7 @@ def parse_duration(
     allowed; a bare number of days (`30`) where the option counts days.
 
     UsageError (exit 2) naming `what` and the accepted forms for anything else, and for a zero
-    duration unless `allow_zero`."""
-    text = text.strip()
+    duration unless `allow_zero`. No whitespace is trimmed: a full match, as every grammar."""
     if allow_never and text == NEVER:
         return None
     if bare_days and text.isdigit() and len(text) <= 6:
@@ -149,8 +148,8 @@ def parse_point(text: str, what: str = "--since", *, ids: _Pattern | None = None
     entry-id grammar) matches, the id itself for the caller to look up.
 
     A date is its midnight (UTC); a duration is that long before now. UsageError (exit 2)
-    naming `what` and the accepted forms for anything else."""
-    raw = text.strip()
+    naming `what` and the accepted forms for anything else (full match: `"ella.1\n"` is none)."""
+    raw = text
     if ids is not None and ids.fullmatch(raw):
         return raw
     m = _POINT_RE.fullmatch(raw)
