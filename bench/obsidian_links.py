@@ -75,8 +75,7 @@ def upgrade_cost(root: Path) -> None:
     before = []
     for path in files:
         text = path.read_text(encoding="utf-8")
-        old = re.sub(r"\n\n\^[A-Za-z0-9-]+\n(<!-- vaultmem )", r"\n\n\1", text)
-        old = re.sub(r"(### [^\n]*)\n\n(<!-- vaultmem )", r"\1\n\2", old)
+        old = re.sub(r"\n\^[A-Za-z0-9-]+\n(<!-- vaultmem )", r"\n\1", text)
         path.write_text(old, encoding="utf-8")
         before += [e.hash for e in entry.parse_entries(old)]
     t = time.perf_counter()

@@ -36,7 +36,7 @@ def test_every_entry_has_its_block_id_line_and_parses_without_it(v: Vault) -> No
     b = log.append(v, "lyra", "A body", body="first\n\n- a list\n- ends here").entry
     d = log.append(v, "ella", "Ends like a block id", body="text\n\n^ella-2").entry
     text = v.live_context.read_text()
-    assert "· No body\n\n^ella-1\n<!-- vaultmem " in text
+    assert "· No body\n^ella-1\n<!-- vaultmem " in text
     assert "- ends here\n\n^lyra-1\n<!-- vaultmem " in text  # a blank line: not the list's
     assert "text\n\n^ella-2\n\n^ella-2\n<!-- vaultmem " in text
     parsed = {e.id: e for e in entry.parse_entries(text)}
@@ -50,8 +50,7 @@ def test_every_entry_has_its_block_id_line_and_parses_without_it(v: Vault) -> No
 
 def _without_block_lines(text: str) -> str:
     """The log as vaultmem wrote it before block ids."""
-    text = re.sub(r"\n\n\^[A-Za-z0-9-]+\n(<!-- vaultmem )", r"\n\n\1", text)
-    return re.sub(r"(### [^\n]*)\n\n(<!-- vaultmem )", r"\1\n\2", text)
+    return re.sub(r"\n\^[A-Za-z0-9-]+\n(<!-- vaultmem )", r"\n\1", text)
 
 
 def test_entries_written_before_block_ids_parse_and_verify(v: Vault) -> None:

@@ -320,12 +320,14 @@ def render(e: Entry) -> str:
         f"{escape_inline(e.summary)}"
     )
     meta = f"<!-- vaultmem {_meta_json(e)} -->"
-    # the block id on a line of its own after a blank line: Obsidian then names the block
-    # before it (the body's last block, or the header), whatever markdown the body ends with
+    # the block id on a line of its own: after a body, past a blank line, so it names the
+    # body's last block whatever markdown that is (a list, a fence); right under a header,
+    # which no line continues. No blank line is added inside a body-less entry: git's union
+    # merge of two machines' appends aligns on blank lines and could interleave two entries
     block = block_line(e.id)
     if e.body:
         return f"\n{header}\n\n{escape_body(e.body)}\n\n{block}\n{meta}\n"
-    return f"\n{header}\n\n{block}\n{meta}\n"
+    return f"\n{header}\n{block}\n{meta}\n"
 
 
 def without_block_line(body_lines: list[str], entry_id: str) -> list[str]:
@@ -458,9 +460,7 @@ def add_block_lines(data: bytes) -> tuple[bytes, int]:
         before = data[e.byte_start : meta_start].decode("utf-8", "replace").split("\n")
         if without_block_line(before, e.id) is not before:
             continue  # it has one
-        blank = data[max(e.byte_start, meta_start - 2) : meta_start] == b"\n\n"
-        line = block_line(e.id).encode("ascii")
-        out += data[pos:meta_start] + (line if blank else b"\n" + line) + b"\n"
+        out += data[pos:meta_start] + block_line(e.id).encode("ascii") + b"\n"
         pos = meta_start
         added += 1
     out += data[pos:]
