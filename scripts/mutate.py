@@ -375,6 +375,15 @@ MUTANTS: list[Mutant] = [
         "text that looks like an entry header or metadata inside a body is escaped",
         ("tests/test_log.py", "tests/test_log_properties.py", "tests/test_trust.py"),
     ),
+    Mutant(
+        "entry-block-id-own",
+        "vaultmem/nexus/entry.py",
+        "if last >= 0 and body_lines[last].rstrip() == block_line(entry_id):",
+        'if last >= 0 and body_lines[last].startswith("^"):',
+        "only an entry's own block id line is rendering: any other line is signed text, and "
+        "changing it is an edit verify reports",
+        ("tests/test_obsidian_links.py",),
+    ),
 ]
 
 

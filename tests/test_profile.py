@@ -24,7 +24,8 @@ from vaultmem.memory import facts
 
 __all__ = ["fake_anthropic"]  # the fixture, imported for pytest
 
-LINK = re.compile(r"\[\[([^\]|]+)\|([^\]]+)\]\]")
+# a citation: readable link text for people, then the id (`[[memory/x|Review days]] `m-…``)
+LINK = re.compile(r"\[\[([^\]|#]+)(?:#\^([A-Za-z0-9-]+))?\|([^\]]+)\]\] `([^`]+)`")
 
 
 @pytest.fixture
@@ -69,12 +70,15 @@ def test_profile_is_built_from_approved_memory_only(vault: Path) -> None:
     for line in lines:  # every line links the memory (or decision) it comes from
         links = LINK.findall(line)
         assert links, line
-        for target, ident in links:
+        for target, block, label, ident in links:
             assert (vault / f"{target}.md").exists(), line
             if target == "nexus/decisions":
-                assert ident == "ella.d1"
+                assert ident == "ella.d1" and block == "ella-d1"
+                assert f"^{block}\n" in (vault / f"{target}.md").read_text()
+                assert label.startswith("decision of 20")
             else:
                 assert listed[ident].path == f"{target}.md"
+                assert label == listed[ident].name  # readable text, not the id
     assert "## Preferences and how to work" in text and "## Conventions and decisions" in text
     assert "Prices are stored as integer euro cents" in text  # the active decision
     # the profile is not a fact: memories and recall do not list it as one
@@ -197,8 +201,13 @@ def test_model_profile_through_the_fake_api(llm_vault: Path, fake_anthropic: Fak
     (result,) = json.loads(res.stdout)["profiles"]
     assert result["made_by"] == "claude-haiku-4-5" and result["requests"] == 1
     text = _text(llm_vault)
-    assert "Chiara wants short answers. ([[memory/answer-style-for-chiara|m-4463349c]])" in text
-    assert "Prices in cents. ([[nexus/decisions|ella.d1]])" in text
+    assert (
+        "Chiara wants short answers. "
+        "([[memory/answer-style-for-chiara|Answer style for Chiara]] `m-4463349c`)"
+    ) in text
+    assert (
+        "Prices in cents. ([[nexus/decisions#^ella-d1|decision of 2026-11-29]] `ella.d1`)" in text
+    )
     assert "Invented person" not in text  # cites no real source: dropped
     assert "ghp_" not in text and "[redacted:" in text  # scrubbed before disk
     assert "## Other facts" in text  # an unknown group lands in "facts"

@@ -68,3 +68,58 @@ def test_bad_format_value_is_a_config_error(vault: Path) -> None:
     cfg.write_text(cfg.read_text().replace(f"format = {current_format()}", "format = -1"))
     res = run_cli("status", "--vault", str(vault))
     assert res.exit_code == 3 and "format must be a whole number" in res.stderr
+
+
+def test_m005_gives_old_entries_block_ids_and_facts_aliases_without_resigning(
+    tmp_path: Path,
+) -> None:
+    import re
+
+    from tests._layer3_helpers import fresh_vault, make_keys
+    from vaultmem.core import notes
+    from vaultmem.nexus import decisions, entry, log, verify
+
+    root = fresh_vault(tmp_path)
+    v = make_keys(root)
+    log.append(v, "ella", "No body")
+    log.append(v, "lyra", "With a body", body="- a list\n- of two")
+    decisions.decide(v, "ella", "Cents", why="No floats")
+    for path in (v.live_context, v.decisions):  # as vaultmem wrote them before block ids
+        path.write_text(re.sub(r"\n\^[A-Za-z0-9-]+\n(<!-- vaultmem )", r"\n\1", path.read_text()))
+    live = v.live_context.read_text()
+    cut = live.index("\n### ", live.index("· No body"))
+    v.live_context.write_text(live[:cut] + "\nA person's note between entries.\n" + live[cut:])
+    old_live, old_decisions = v.live_context.read_text(), v.decisions.read_text()
+    hashes = [e.hash for e in entry.parse_entries(old_live)]
+    (root / "memory" / "launch-date.md").write_text(OLD_FACT)
+    own = OLD_FACT.replace("author: person\n", "author: person\naliases: [Go-live]\n")
+    (root / "memory" / "go-live.md").write_text(own)
+    cfg = root / "vaultmem.toml"
+    cfg.write_text(re.sub(r"(?m)^format = \d+$", "format = 4", cfg.read_text()))
+
+    dry = upgrade(Vault.open(root), dry_run=True)
+    assert [s.name for s in dry.steps] == ["m005_obsidian_links"]
+    assert v.live_context.read_text() == old_live  # a dry run writes nothing
+    report = upgrade(Vault.open(root))
+    changes = report.steps[0].changes
+    assert "nexus/live-context.md: block ids for 3 entries" in changes
+    assert "nexus/decisions.md: block ids for 1 entry" in changes
+    assert (
+        "memory/launch-date.md: aliases" in changes and "memory/go-live.md: aliases" not in changes
+    )
+    new_live = v.live_context.read_text()
+    assert "· No body\n^ella-1\n<!-- vaultmem " in new_live
+    assert "- of two\n\n^lyra-1\n<!-- vaultmem " in new_live
+    assert "\nA person's note between entries.\n" in new_live
+    assert "^ella-d1\n<!-- vaultmem " in v.decisions.read_text()
+    # only lines were added: the old text is the new one without them
+    assert re.sub(r"\n\^[a-z0-9-]+\n", "\n", new_live) == old_live
+    assert [e.hash for e in entry.parse_entries(new_live)] == hashes  # nothing re-signed
+    fresh = Vault.open(root)
+    assert verify.verify(fresh).problems == ()
+    assert notes.parse((root / "memory" / "launch-date.md").read_text()).meta["aliases"] == [
+        "Launch date"
+    ]
+    assert (root / "memory" / "go-live.md").read_text() == own  # a person's aliases are theirs
+    assert upgrade(fresh).steps == ()
+    assert old_decisions != v.decisions.read_text()

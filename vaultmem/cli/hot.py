@@ -60,6 +60,18 @@ def warn_redactions(findings: Any) -> None:
         warn(line)
 
 
+def _body_arg(body: str | None) -> str:
+    """`--body TEXT` as given; `--body -` (stdin, where `git diff` is piped) fenced when it
+    reads as a diff or code (`core/fences.py`)."""
+    if body is None:
+        return ""
+    if body != "-":
+        return body
+    from vaultmem.core.fences import fence_code
+
+    return fence_code(read_text_arg(body))
+
+
 def append(
     *,
     summary: str,
@@ -80,7 +92,7 @@ def append(
         summary,
         channel=channel,
         type_=type_,
-        body=read_text_arg(body) if body is not None else "",
+        body=_body_arg(body),
         acks=acks or [],
         to=to or [],
     )

@@ -63,8 +63,6 @@ class FactStatus(StrEnum):
 FACT_TYPES = values(FactType)
 SCOPES = values(Scope)
 MAX_NAME = 120
-
-
 MAX_DESCRIPTION = 300
 
 
@@ -369,6 +367,7 @@ def write(
             "created": stamp,
             "updated": stamp,
             "author": author,
+            "aliases": [name],  # `[[Review days]]` resolves in Obsidian; then a person's key
         }
         if old is not None:
             meta["supersedes"] = str(old[1].meta.get("id") or old[0].stem)

@@ -15,6 +15,7 @@ from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
 from vaultmem.nexus.entry import (
     Entry,
+    block_id,
     fold_summary,
     normalize_body,
     read_file,
@@ -107,7 +108,7 @@ def decide(
             )
     body = [f"**Why:** {why}"]
     if supersedes:
-        body.append(f"**Supersedes:** {supersedes}")
+        body.append(f"**Supersedes:** [[#^{block_id(supersedes)}|{supersedes}]]")
     if tags:
         body.append("**Tags:** " + " ".join(f"#{t}" for t in tags))
     extra: dict[str, Any] = {"why": why, "tags": list(tags)}
@@ -124,14 +125,16 @@ def decide(
         extra=extra,
     )
     d = first.entry
-    note = f"Why: {why}" + (f"\n\nSupersedes {supersedes}." if supersedes else "")
+    note = f"Why: {why}" + (
+        f"\n\nSupersedes [[decisions#^{block_id(supersedes)}|{supersedes}]]." if supersedes else ""
+    )
     second = log.append(
         vault,
         agent,
         d.summary,
         channel=channel,
         type_="decision",
-        body=f"{note}\n\nRecorded as {d.id} in [[decisions]].",
+        body=f"{note}\n\nRecorded as [[decisions#^{block_id(d.id)}|{d.id}]] in the decision log.",
         extra={"decision": d.id},
     )
     return DecideResult(d, second.entry, (*found, *first.redactions), tuple(warnings))

@@ -47,7 +47,6 @@ WEEK_RE = re.compile(r"(\d{4})-W(\d\d)")
 MONTH_RE = re.compile(r"(\d{4})-(\d\d)")
 # a citation in a digest's text: a link to the block of the cited entry in the same note
 CITE_RE = re.compile(r"\[\[#\^(?P<block>[A-Za-z0-9-]+)\|(?P<id>[^\]|]+)\]\]")
-_LOG_ID = re.compile(rb'^<!-- vaultmem \{.*?"id":"([^"]+)"', re.MULTILINE)
 MONTHS = [
     "January",
     "February",
@@ -245,8 +244,9 @@ def read_digest(vault: Vault, path: Path) -> DigestNote:
     return parse(vault.read_text(path, what="digest"), vault.rel(path))
 
 
-def render(meta: DigestMeta, body: str) -> str:
-    """The whole note: frontmatter for people, the body, the metadata line."""
+def render(meta: DigestMeta, body: str, where: str = "") -> str:
+    """The whole note: frontmatter for people, the body, the metadata line, then `where`
+    (`where_part`: the links to the entries, outside the signed text)."""
     from vaultmem.core.notes import render as render_note
 
     front = {
@@ -260,7 +260,8 @@ def render(meta: DigestMeta, body: str) -> str:
         "created": meta.created,
         "tags": ["vaultmem/digest"],
     }
-    return render_note(front, "\n" + normalize_body(body) + "\n\n" + meta.line() + "\n")
+    text = "\n" + normalize_body(body) + "\n\n" + meta.line() + "\n"
+    return render_note(front, text + (f"\n{where}" if where else ""))
 
 
 def sign(vault: Vault, meta: DigestMeta, body: str) -> DigestMeta:
@@ -278,13 +279,18 @@ def sign(vault: Vault, meta: DigestMeta, body: str) -> DigestMeta:
     )
 
 
-def write(vault: Vault, meta: DigestMeta, body: str) -> Path:
-    """Sign and write one digest (atomically, under the digests lock)."""
+def write(vault: Vault, meta: DigestMeta, body: str, homes: dict[str, str] | None = None) -> Path:
+    """Sign and write one digest (atomically, under the digests lock), with the links to where
+    its entries are (`homes`: `entry_homes`, read here when not given)."""
     signed = sign(vault, meta, body)
     path = digest_path(vault, meta.period)
+    from vaultmem.nexus.digest_links import entry_homes, where_part
+
+    cited = list(dict.fromkeys(m["id"] for m in CITE_RE.finditer(body)))
+    where = where_part(cited, entry_homes(vault) if homes is None else homes)
     with exclusive(lock_path(vault, "digests"), vault.config.log.lock_timeout, what="digests"):
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, render(signed, body))
+        atomic_write(path, render(signed, body, where))
     return path
 
 
@@ -310,16 +316,9 @@ def new_meta(
 
 def logged_ids(vault: Vault) -> set[str]:
     """Ids of every entry in the live log and its archives (from the metadata lines: cheap)."""
-    from vaultmem.nexus.log import chain_files
+    from vaultmem.nexus.digest_links import entry_homes
 
-    out: set[str] = set()
-    for path in chain_files(vault, "live"):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        out.update(m.decode("utf-8", "replace") for m in _LOG_ID.findall(data))
-    return out
+    return set(entry_homes(vault))
 
 
 def digest_problem(

@@ -6,10 +6,14 @@ docs/FORMAT.md).
 
     optional body, any markdown (escaped, see below)
 
+    ^ella-3
     <!-- vaultmem {"v":1,"log":"live","id":"ella.3","seq":3,"prev":"sha256:…","hash":"sha256:…",…} -->
 
-The header line is what people read in Obsidian; the HTML comment (hidden in reading view) holds
-the id, the agent's sequence number, the hash of the agent's previous entry (`prev`), this entry's
+The header line is what people read in Obsidian. The `^ella-3` line is the entry's Obsidian
+block id (`[[live-context#^ella-3]]` links it): rendering derived from the id, outside the
+signed text, so every entry written before it existed keeps its bytes and verifies, and
+`upgrade` gives old entries one without their writers' keys. The HTML comment (hidden in
+reading view) holds the id, the agent's sequence number, the hash of the agent's previous entry (`prev`), this entry's
 hash over the canonical form, the signing key id and the Ed25519 signature. Chains are per agent,
 so a git union merge of two machines' appends still verifies.
 
@@ -273,6 +277,19 @@ def unescape_body_line(line: str) -> str:
     return unescape_inline(_HASH_LINE_ESC.sub(lambda m: f"{m.group(1)[1:]}###", line))
 
 
+def block_id(entry_id: str) -> str:
+    """The Obsidian block id of an entry: its id with every run of characters other than
+    letters and digits as one `-` (`ella.3` → `ella-3`, `ella.k2f7.d4` → `ella-k2f7-d4`)."""
+    return _NOT_BLOCK.sub("-", entry_id)
+
+
+def block_line(entry_id: str) -> str:
+    return "^" + block_id(entry_id)
+
+
+_NOT_BLOCK = re.compile(r"[^A-Za-z0-9]+")
+
+
 def _meta_json(e: Entry) -> str:
     meta: dict[str, Any] = {
         "v": e.version,
@@ -303,9 +320,26 @@ def render(e: Entry) -> str:
         f"{escape_inline(e.summary)}"
     )
     meta = f"<!-- vaultmem {_meta_json(e)} -->"
+    # the block id on a line of its own: after a body, past a blank line, so it names the
+    # body's last block whatever markdown that is (a list, a fence); right under a header,
+    # which no line continues. No blank line is added inside a body-less entry: git's union
+    # merge of two machines' appends aligns on blank lines and could interleave two entries
+    block = block_line(e.id)
     if e.body:
-        return f"\n{header}\n\n{escape_body(e.body)}\n\n{meta}\n"
-    return f"\n{header}\n{meta}\n"
+        return f"\n{header}\n\n{escape_body(e.body)}\n\n{block}\n{meta}\n"
+    return f"\n{header}\n{block}\n{meta}\n"
+
+
+def without_block_line(body_lines: list[str], entry_id: str) -> list[str]:
+    """The body lines of an entry without its block id line (the last line that is not blank,
+    when it is exactly `^` + `block_id(entry_id)`). An entry written before block ids has none,
+    and keeps every line."""
+    last = len(body_lines) - 1
+    while last >= 0 and not body_lines[last].strip():
+        last -= 1
+    if last >= 0 and body_lines[last].rstrip() == block_line(entry_id):
+        return body_lines[:last]
+    return body_lines
 
 
 def _entry_from(
@@ -329,7 +363,8 @@ def _entry_from(
             or meta.get("log", "live") not in LOGS
         ):
             return None
-        body = normalize_body("\n".join(unescape_body_line(ln) for ln in body_lines))
+        lines = without_block_line(body_lines, meta["id"])
+        body = normalize_body("\n".join(unescape_body_line(ln) for ln in lines))
         return Entry(
             id=meta["id"],
             agent=header["agent"],
@@ -410,6 +445,26 @@ def parse_bytes(data: bytes, *, base_offset: int = 0, first_line: int = 1) -> Pa
     if cur is not None:
         torn("torn", cur[1], cur[2], line_no, offset)
     return Parsed(tuple(entries), tuple(fragments), preamble_end if preamble_end >= 0 else offset)
+
+
+def add_block_lines(data: bytes) -> tuple[bytes, int]:
+    """Log bytes with a block id line in every entry that has none (`upgrade`), and how many
+    entries gained one. Only lines are inserted, each just before an entry's metadata line: every
+    other byte stays, and each entry parses to the same canonical form (so the same hash)."""
+    parsed = parse_bytes(data)
+    out = bytearray()
+    pos = 0
+    added = 0
+    for e in parsed.entries:
+        meta_start = data.rfind(b"\n", e.byte_start, e.byte_end - 1) + 1
+        before = data[e.byte_start : meta_start].decode("utf-8", "replace").split("\n")
+        if without_block_line(before, e.id) is not before:
+            continue  # it has one
+        out += data[pos:meta_start] + block_line(e.id).encode("ascii") + b"\n"
+        pos = meta_start
+        added += 1
+    out += data[pos:]
+    return bytes(out), added
 
 
 def parse_entries(text: str) -> list[Entry]:

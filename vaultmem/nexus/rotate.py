@@ -30,7 +30,7 @@ def _archive_header(month: str) -> str:
     return (
         "---\ntags:\n  - vaultmem/log-archive\n---\n\n"
         f"# Live context, {month}\n\n"
-        "Entries moved here from [[live-context]] by `vaultmem log rotate`. Append-only: never edit.\n"
+        "Entries moved here from [[nexus/live-context|live-context]] by `vaultmem log rotate`. Append-only: never edit.\n"
     )
 
 
@@ -104,4 +104,7 @@ def rotate(vault: Vault, *, keep_days: float = 30, now: datetime | None = None) 
         for record_path, record in intents.pending(vault, "rotate"):
             if str(record.get("cut") or "") <= cut:  # a rotation cut short, finished by this one
                 intents.done(record_path)
+    from vaultmem.nexus.digest_links import relink
+
+    relink(vault)  # the digests' links follow the entries to the archives
     return RotateResult(len(old), files, len(parsed.entries) - len(old))

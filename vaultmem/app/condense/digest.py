@@ -25,7 +25,7 @@ from vaultmem.app.condense.parts import SECTIONS, Statement
 from vaultmem.core import clock
 from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import digests
+from vaultmem.nexus import digest_links, digests
 from vaultmem.nexus.entry import Entry, read_file
 
 MAX_TEXT = 600  # characters of one statement
@@ -270,8 +270,6 @@ def render_body(
 ) -> str:
     """The digest as people read it: sections of statements, then the entries cited."""
     _kind, start, end = digests.bounds(period)
-    months = sorted({e.time[:7] for e in entries})
-    homes = ", ".join(f"[[live-context-{m}]]" for m in months)
     how = "offline (grouped by type and channel)" if made_by == "offline" else f"by {made_by}"
     writers = ", ".join(sorted({e.agent for e in entries}))
     lines = [
@@ -279,8 +277,9 @@ def render_body(
         "",
         f"{_entries(len(entries))} by {writers}, "
         f"{start.date().isoformat()} to {(end - timedelta(days=1)).date().isoformat()}. "
-        f"They stay in [[live-context]] until `vaultmem compact` moves them to {homes}. "
-        f"Made {how}; every statement links the entries it rests on.",
+        "They stay in the live log until `vaultmem compact` moves them to the monthly "
+        f"archives; the links at the end go to where they are now. Made {how}; every "
+        "statement links the entries it rests on.",
     ]
     by_section: dict[str, list[Statement]] = defaultdict(list)
     for s in statements:
@@ -418,6 +417,7 @@ def digest(
         from vaultmem.core import llm
 
         sess = llm.session(vault.config.llm, str(api_key), base_url)
+    homes = digest_links.entry_homes(vault)
     for period, entries, _status in todo:
         before = sess.requests if sess else 0
         if sess is not None:
@@ -430,7 +430,7 @@ def digest(
         redactions += found
         body = render_body(period, entries, statements, mode)
         meta = digests.new_meta(period, entries, made_by=mode, writer=writer)
-        path = digests.write(vault, meta, body)
+        path = digests.write(vault, meta, body, homes)
         results.append(
             PeriodResult(
                 period,
@@ -442,6 +442,7 @@ def digest(
                 (sess.requests - before) if sess else 0,
             )
         )
+    digest_links.relink(vault)  # the digests left alone link to where their entries are now
     return DigestRun(
         kind,
         mode,

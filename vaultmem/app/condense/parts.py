@@ -4,6 +4,7 @@ the model halves (`digest_llm`, `profile_llm`), which is why it is a module of i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +66,16 @@ class Source:
     evidence: int = 1
 
     def cite(self) -> str:
-        return f"[[{self.link}|{self.id}]]"
+        """`[[memory/review-days|Review days]] `m-1a2b3c4d``: readable link text in Obsidian,
+        then the id an agent looks up (the pack shows only the id: `pack/condensed.py`). A
+        decision links its block on the decision log."""
+        if self.kind == "decision":
+            from vaultmem.nexus.entry import block_id
+
+            target, label = f"{self.link}#^{block_id(self.id)}", f"decision of {self.updated[:10]}"
+        else:
+            target, label = self.link, " ".join(re.sub(r"[\[\]|#^]", " ", self.name).split())
+        return f"[[{target}|{label or self.id}]] `{self.id}`"
 
 
 @dataclass(frozen=True)

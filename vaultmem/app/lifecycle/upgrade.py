@@ -160,6 +160,69 @@ def m004_signed_approvals(vault: Vault, dry_run: bool) -> list[str]:
     return out
 
 
+@migration
+def m005_obsidian_links(vault: Vault, dry_run: bool) -> list[str]:
+    """Obsidian can link every entry and fact: each log entry (live log, archives, decision
+    log) gets its block id line (`^ella-3`, outside the signed text: hashes and signatures stay
+    as they are), each fact without `aliases` gets its name as one, and each digest its links
+    to where the entries it cites are now. A file whose entries would not parse to exactly
+    what they were is left as it is and named."""
+    from vaultmem.nexus import digest_links, entry, log  # layer 3
+
+    changes: list[str] = []
+    for name in ("live", "decisions"):
+        with exclusive(log.lock_for(vault, name), vault.config.log.lock_timeout, what=name):
+            heads = log.current_heads(vault, name)
+            for path in log.chain_files(vault, name):
+                changes += _block_ids(vault, path, dry_run, entry)
+            if not dry_run and path.exists():
+                log.save_heads(vault, name, log.file_stamp(path), heads)
+    changes += _fact_aliases(vault, dry_run)
+    changes += [
+        f"{rel}: links to the entries it cites" for rel in digest_links.relink(vault, dry_run)
+    ]
+    return changes
+
+
+def _block_ids(vault: Vault, path: Path, dry_run: bool, entry: Any) -> list[str]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    new, added = entry.add_block_lines(data)
+    if not added:
+        return []
+    rel = vault.rel(path)
+    old_forms = [e.canonical() for e in entry.parse_bytes(data).entries]
+    if [e.canonical() for e in entry.parse_bytes(new).entries] != old_forms:
+        return [f"{rel}: left as it is (its entries would not read the same with block ids)"]
+    if not dry_run:
+        atomic_write(path, new)
+    return [f"{rel}: block ids for {added:,} {'entry' if added == 1 else 'entries'}"]
+
+
+def _fact_aliases(vault: Vault, dry_run: bool) -> list[str]:
+    """Each fact without `aliases` gets its name (as `write` gives new facts): a person's own
+    `aliases` are theirs, left as they are."""
+    from vaultmem.memory.facts import fact_files  # layer 1
+
+    changes = []
+    for path, _agent in fact_files(vault):
+        try:
+            text = read_text(path, what="note")
+            meta = notes.require_ok(notes.parse(text), path).meta
+            name = meta.get("name")
+            if "aliases" in meta or not isinstance(name, str) or not name.strip():
+                continue
+            new = notes.set_frontmatter(text, {"aliases": [name.strip()]}, path=path)
+        except VaultmemError:
+            continue  # `status` reports broken notes; a migration never rewrites them
+        changes.append(f"{vault.rel(path)}: aliases")
+        if not dry_run:
+            atomic_write(path, new)
+    return changes
+
+
 # --- running them ------------------------------------------------------------------------------
 
 

@@ -30,13 +30,16 @@ GROUP_TYPE = {
     "Where things are": "reference",
     "Other facts": "fact",
 }
-_LINK = re.compile(r"\[\[[^\]|]*\|([^\]]+)\]\]")
+_LINK = re.compile(r"\[\[[^\]|]*\|([^\]]+)\]\]")  # a profile of before: the id as link text
+# a profile's citation: `[[memory/x|Review days]] `m-1a2b3c4d`` (link text for people, then the id)
+_CITE = re.compile(r"\[\[[^\]|]*\|[^\]]*\]\] `([^`\s]+)`")
 DIGEST_SECTIONS = ("Summary", "Decided", "Open at the end of the period", "Handed over")
 
 
 def plain_links(text: str) -> str:
-    """`[[memory/x|m-1a2b3c4d]]` → `m-1a2b3c4d`: ids an agent can look up, no link syntax."""
-    return _LINK.sub(r"\1", text)
+    """`[[memory/x|Review days]] `m-1a2b3c4d`` (or, written before, `[[memory/x|m-1a2b3c4d]]`)
+    → `m-1a2b3c4d`: ids an agent can look up, no link syntax."""
+    return _LINK.sub(r"\1", _CITE.sub(r"\1", text))
 
 
 def profile_section(vault: Vault, agent: str | None) -> Section | None:
@@ -75,7 +78,7 @@ def profile_section(vault: Vault, agent: str | None) -> Section | None:
                 continue
             size += len(line)
             lines.append(line)
-            ids = _LINK.findall(raw)
+            ids = _CITE.findall(raw) or _LINK.findall(raw)
             items.append(Item(ids[0] if ids else line, line, kind, None))
     if not items:
         return None
