@@ -338,6 +338,9 @@ def recall_section(vault: Vault, agent: str, query: str) -> Section | None:
 
 def pending_section(vault: Vault, agent: str, query: str | None) -> Section | None:
     """The agent's own unreviewed facts, marked as such; other agents' never show."""
+    folder = vault.bank_dir(agent)
+    if not folder.is_dir() or not any(p.suffix == ".md" for p in folder.iterdir()):
+        return None  # nothing proposed: the bank's modules stay unloaded
     from vaultmem.bank.store import pending_block
 
     block = pending_block(vault, agent, query)
