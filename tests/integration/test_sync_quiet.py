@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._imports import EVERYWHERE, NOT_SEARCH, YAML, check, loaded
 from vaultmem.app.sync.quiet import nothing_to_do
 from vaultmem.core.vault import Vault
 
@@ -148,3 +149,25 @@ def test_merge_drivers_are_registered_only_when_the_config_lacks_them(
     assert res.returncode == 0, res.stderr
     assert config_reads(trace)[0] == "config --local --list"
     assert "merge-file index" in git(root, "config", "merge.vaultmem-index.driver")
+
+
+def test_nothing_to_do_imports_only_what_it_uses(
+    synced: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    root, home, _bare = synced
+    mods = loaded(tmp_path, ["sync", "--vault", str(root)], env={"VAULTMEM_HOME": str(home)})
+    assert "vaultmem.app.sync.quiet" in mods
+    check(
+        "sync (nothing to do)",
+        mods,
+        {
+            **EVERYWHERE,
+            **YAML,
+            **NOT_SEARCH,
+            "cryptography": "nothing arrived: nothing to verify",
+            "vaultmem.nexus": "the logs: nothing arrived, nothing to check",
+            "vaultmem.app.pack": "the read pack",
+            "vaultmem.app.sync.pipeline": "the full sync: commit, merge, push, verify",
+            "vaultmem.app.sync.objects": "merges: nothing to merge",
+        },
+    )
