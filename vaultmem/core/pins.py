@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core.config import Config, evolve, home_dir
+from vaultmem.core.config import Config, home_dir
 from vaultmem.core.errors import ConfigError
+from vaultmem.core.records import evolve
 
 PINS_VERSION = 1
 

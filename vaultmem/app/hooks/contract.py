@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.core import clock
-from vaultmem.core.config import evolve
 from vaultmem.core.errors import VaultmemError
+from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
 
 LOG_NAME = "hooks.log"
