@@ -63,6 +63,12 @@ def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
+def load_note() -> str:
+    """The machine's load, to print with every figure (ratios grow on a busy machine)."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
+
+
 def per_turn_vault(
     agents: int = 5, entries: int = 2_000, facts: int = 200
 ) -> tuple[Path, dict[str, str]]:
