@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests._cli import run_cli
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
@@ -140,3 +142,42 @@ def test_weights_are_settings(busy: Path) -> None:
     set_toml(busy, "importance", "half_life_days", "0")
     res = run_cli("read", "--vault", str(busy), "--agent", "ella", "--peek")
     assert res.exit_code == 3 and "half_life_days" in res.stderr
+
+
+def _one_by_one(s: Section, total: int, budget: int) -> tuple[Section, list[Item], int]:
+    """How `fit` cut a section's items before it estimated: one `with_items` per item."""
+    order = sorted(s.items, key=lambda i: (i.score, i.time or "", i.id))
+    current, remaining, removed = s, list(s.items), []
+    for victim in order:
+        if total <= budget or len(remaining) <= 1:
+            break
+        remaining.remove(victim)
+        removed.append(victim)
+        smaller = s.with_items(tuple(remaining), len(removed))
+        total += smaller.tokens - current.tokens
+        current = smaller
+    return current, removed, total
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.sampled_from(["- a", "- ab", "- a b", "- entry one", "- entry one two", "x", "- é"])
+        | st.text("ab -\n", min_size=1, max_size=12),
+        min_size=1,
+        max_size=30,
+    ),
+    scores=st.lists(st.integers(0, 5), min_size=30, max_size=30),
+    over=st.integers(-5, 400),
+    rest=st.integers(0, 50),
+)
+def test_cutting_items_on_an_estimate_cuts_what_one_at_a_time_cut(
+    lines: list[str], scores: list[int], over: int, rest: int
+) -> None:
+    """The same section, items and total as cutting them one `with_items` at a time, also
+    when lines repeat or one is part of another (then the estimate is not used)."""
+    items = tuple(Item(f"i{n}", t, score=float(scores[n])) for n, t in enumerate(lines))
+    s = Section("s", "S", "head\n" + "\n".join(lines), [{"id": i.id} for i in items], items=items)
+    total = rest + s.tokens
+    budget = total - over
+    assert importance._cut_items(s, total, budget) == _one_by_one(s, total, budget)

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.app.pack.sections import Item, Section
+from vaultmem.app.pack.sections import Item, Section, estimate_tokens
 from vaultmem.core.errors import PathOutsideVaultError
 from vaultmem.core.importance import score
 
@@ -133,17 +133,7 @@ def fit(
         index = kept.index(s)
         current = s
         if s.items:
-            order = sorted(s.items, key=lambda i: (i.score, i.time or "", i.id))
-            remaining = list(s.items)
-            removed: list[Item] = []
-            for victim in order:
-                if total <= budget or len(remaining) <= 1:
-                    break
-                remaining.remove(victim)
-                removed.append(victim)
-                smaller = s.with_items(tuple(remaining), len(removed))
-                total += smaller.tokens - current.tokens
-                current = smaller
+            current, removed, total = _cut_items(s, total, budget)
             if removed:
                 cut[s.key] = [i.id for i in removed]
             kept[index] = current
@@ -155,6 +145,55 @@ def fit(
         cut.pop(s.key, None)
         total -= current.tokens
     return kept, tuple(dropped), sizes, cut
+
+
+def _cut_items(s: Section, total: int, budget: int) -> tuple[Section, list[Item], int]:
+    """(the section, the items cut, the pack's new total): its lowest-scoring items go one at
+    a time until the pack fits or one is left. The number to cut is found on a running
+    estimate of the text (one line out per item: cheap), then checked with `with_items` at
+    that number and the one before; should the two disagree (a line that is part of another),
+    the items go one at a time through `with_items`, as they always did."""
+    order = sorted(s.items, key=lambda i: (i.score, i.time or "", i.id))
+    base = total - s.tokens  # the rest of the pack
+
+    def stop(k: int, size: int) -> bool:  # where cutting one item at a time stops
+        return k >= len(order) or base + size <= budget or len(s.items) - k <= 1
+
+    def steps() -> list[list[Item]]:
+        remaining, out = list(s.items), []
+        for victim in order:
+            remaining.remove(victim)
+            out.append(list(remaining))
+        return out
+
+    title = estimate_tokens(s.title) + 4
+    text, k = s.text, 0
+    needles = ["\n" + i.text for i in s.items]
+    alone = all(text.count(n) == 1 for n in needles)  # else the order of removals may matter
+    if alone and not stop(0, s.tokens):
+        for k, victim in enumerate(order, 1):
+            text = text.replace("\n" + victim.text, "", 1)
+            note = f"({k} more not shown: cut to fit the budget, lowest importance first)"
+            if stop(k, title + estimate_tokens(f"{text}\n\n{note}")):
+                break
+    kept = steps()
+    if not alone:
+        k = -1
+    elif k == 0:
+        return s, [], total
+    if k > 0:
+        smaller = s.with_items(tuple(kept[k - 1]), k)
+        before = s.with_items(tuple(kept[k - 2]), k - 1).tokens if k > 1 else s.tokens
+        if stop(k, smaller.tokens) and not stop(k - 1, before):
+            return smaller, order[:k], base + smaller.tokens
+    current, n = s, 0  # no estimate, or it was off: one at a time
+    if stop(0, s.tokens):
+        return s, [], total
+    for n, remaining in enumerate(kept, 1):
+        current = s.with_items(tuple(remaining), n)
+        if stop(n, current.tokens):
+            break
+    return current, order[:n], base + current.tokens
 
 
 def cut_note(cut: dict[str, list[str]], sections: list[Section]) -> str:
