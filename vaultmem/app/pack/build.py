@@ -436,7 +436,7 @@ def read(
     sections.sort(key=lambda s: s.priority)
     limit = vault.config.read.budget if budget is None else budget
     kept, dropped, sizes, cut = importance.fit(
-        sections, limit, rescore=lambda found: importance.rate(vault, agent, found, now)
+        sections, limit, rescore=importance.scorer(vault, agent, now)
     )
     total = sum(s.tokens for s in kept)
     if limit > 0 and total > limit and view.items:

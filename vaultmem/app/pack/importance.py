@@ -69,10 +69,17 @@ def uses(vault: Vault, agent: str) -> Counter[str]:
     return out
 
 
-def rate(vault: Vault, agent: str, sections: list[Section], now: datetime) -> list[Section]:
-    """The sections with every item scored."""
+def rate(
+    vault: Vault,
+    agent: str,
+    sections: list[Section],
+    now: datetime,
+    *,
+    used: Counter[str] | None = None,
+) -> list[Section]:
+    """The sections with every item scored (`used`: `uses(vault, agent)`, if already read)."""
     settings = vault.config.importance
-    used = uses(vault, agent)
+    used = uses(vault, agent) if used is None else used
     out = []
     for s in sections:
         if not s.items:
@@ -100,6 +107,18 @@ def rate(vault: Vault, agent: str, sections: list[Section], now: datetime) -> li
     return out
 
 
+def scorer(vault: Vault, agent: str, now: datetime) -> Any:
+    """`rate` for `fit`'s `rescore`, reading the agent's receipts once however often called."""
+    read: list[Counter[str]] = []
+
+    def rescore(sections: list[Section]) -> list[Section]:
+        if not read:
+            read.append(uses(vault, agent))
+        return rate(vault, agent, sections, now, used=read[0])
+
+    return rescore
+
+
 # --- fitting a budget ----------------------------------------------------------------------------
 
 
@@ -112,16 +131,15 @@ def fit(
     """(kept sections, dropped section keys, their tokens, cut item ids per section).
 
     Least important sections first; within a section of items, the lowest-scoring items first
-    (ties: the older first). `rescore(sections)` scores the items (called once, only when the
-    pack is over the budget)."""
+    (ties: the older first). `rescore(sections)` scores the items: called with each section
+    whose items the budget cuts one by one, only then (a section that goes whole even with
+    one item left needs no scores: scoring a memory line reads its fact note)."""
     kept = sorted(sections, key=lambda s: s.priority)
     if budget <= 0:
         return kept, (), {}, {}
     total = sum(s.tokens for s in kept)
     if total <= budget:
         return kept, (), {}, {}
-    if rescore is not None:
-        kept = rescore(kept)
     dropped: list[str] = []
     sizes: dict[str, int] = {}
     cut: dict[str, list[str]] = {}
@@ -132,7 +150,9 @@ def fit(
             continue
         index = kept.index(s)
         current = s
-        if s.items:
+        if s.items and not _goes_whole(s, total, budget):
+            if rescore is not None:
+                s = kept[index] = rescore([s])[0]
             current, removed, total = _cut_items(s, total, budget)
             if removed:
                 cut[s.key] = [i.id for i in removed]
@@ -145,6 +165,24 @@ def fit(
         cut.pop(s.key, None)
         total -= current.tokens
     return kept, tuple(dropped), sizes, cut
+
+
+def _goes_whole(s: Section, total: int, budget: int) -> bool:
+    """Whether cutting `s`'s items one by one would end with the one left still over the
+    budget, whichever that is (then `s` is dropped whole, and the order does not matter): the
+    smallest one-item section is over. Only when every item's line stands once in the text
+    (else what a removal takes is not its line's length); each state before the last is
+    larger (a line of 1+ characters goes, the note grows by a digit at most per 9 lines)."""
+    if len(s.items) <= 1:
+        return total > budget
+    needles = ["\n" + i.text for i in s.items]
+    if not all(len(n) > 1 and s.text.count(n) == 1 for n in needles):
+        return False
+    n = len(s.items)
+    left = len(s.text) - sum(map(len, needles)) + min(map(len, needles))
+    note = f"({n - 1} more not shown: cut to fit the budget, lowest importance first)"
+    smallest = estimate_tokens(s.title) + 4 + (left + 2 + len(note) + 3) // 4
+    return total - s.tokens + smallest > budget
 
 
 def _cut_items(s: Section, total: int, budget: int) -> tuple[Section, list[Item], int]:
