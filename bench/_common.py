@@ -61,3 +61,69 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> float
 
 def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
+
+
+def load_note() -> str:
+    """The machine's load, to print with every figure (ratios grow on a busy machine)."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def per_turn_vault(
+    agents: int = 5, entries: int = 2_000, facts: int = 200
+) -> tuple[Path, dict[str, str]]:
+    """The vault the per-turn figures are taken on (issue 23): `agents` agents with keys,
+    `entries` signed log entries spread over them (real chains, real signatures), and `facts`
+    shared memory notes with their MEMORY.md lines."""
+    from dataclasses import replace
+
+    from vaultmem.app.lifecycle.scaffold import init
+    from vaultmem.core.vault import Vault
+    from vaultmem.memory.facts import remember
+    from vaultmem.nexus import entry, signing
+
+    base = Path(tempfile.mkdtemp(prefix="vaultmem-bench-turn-"))
+    env = dict(os.environ)
+    env["VAULTMEM_HOME"] = str(base / "home")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["VAULTMEM_HOME"] = env["VAULTMEM_HOME"]
+    root = base / "vault"
+    names = [f"agent{i}" for i in range(agents)]
+    init(root, agents=names, reviewers=["chiara"])
+    v = Vault.open(root)
+    signers = {a: signing.signer_for(v, a) for a in names}
+    heads: dict[str, str | None] = dict.fromkeys(names)
+    seqs = dict.fromkeys(names, 0)
+    blocks = []
+    for i in range(entries):
+        agent = names[i % agents]
+        signer = signers[agent]
+        assert signer is not None
+        seqs[agent] += 1
+        e = entry.Entry(
+            id=entry.entry_id(agent, seqs[agent], "live"),
+            agent=agent,
+            seq=seqs[agent],
+            time=f"2026-{1 + i * 11 // entries:02d}-01T00:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
+            channel=("backend", "frontend", "ops")[i % 3],
+            type=("note", "fix", "question")[i % 3],
+            summary=f"entry number {i} about the booking service",
+            body="" if i % 4 else "A body line with some detail.\nAnd a second line.",
+            prev=heads[agent],
+            key=signer.key_id,
+        )
+        digest = e.compute_hash()
+        e = replace(e, hash=digest, sig=signer.sign(digest))
+        heads[agent] = e.hash
+        blocks.append(entry.render(e))
+    with open(v.live_context, "a", encoding="utf-8") as fh:
+        fh.write("".join(blocks))
+    for i in range(facts):
+        remember(
+            v,
+            f"Fact {i}: the booking service retries webhook {i} at most three times.",
+            name=f"fact-{i}",
+            type_=("project", "reference", "feedback", "user")[i % 4],
+            description=f"webhook retry rule {i}",
+        )
+    return root, env

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import median_ms, precompile, scratch_vault, timed
+from _common import load_note, median_ms, precompile, scratch_vault, timed
 
 from vaultmem.nexus import verify
 from vaultmem.nexus.entry import read_file
@@ -92,6 +92,7 @@ def startup(runs: int) -> None:
         f"append / trivial typer app: {med['vaultmem append'] / med['trivial typer app']:.2f}x (goal <= 1.4x)"
     )
     print(f"append / python -c pass:    {med['vaultmem append'] / med['python -c pass']:.2f}x")
+    print(f"({load_note()}; CPU-time ratios on the per-turn vault: bench/startup.py)")
     shutil.rmtree(root.parent, ignore_errors=True)
     shutil.rmtree(trivial.parent, ignore_errors=True)
 

@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import precompile, scratch_vault
+from _common import load_note, precompile, scratch_vault, timed
 
 from vaultmem.nexus import entry
 
@@ -122,7 +122,10 @@ def bench_sync(n: int, runs: int, *, rotated: bool) -> None:
     # the first verify on a machine checks every signature; later ones only the new ones
     first_verify = vm(env, "verify", "--vault", str(root), check=False)
     vm(env_b, "verify", "--vault", str(other), check=False)
-    nothing = [vm(env, "sync", "--vault", str(root)) for _ in range(runs)]
+    nothing, bare = [], []
+    for _ in range(runs):  # interleaved with python -c pass: the ratio holds as load drifts
+        nothing.append(vm(env, "sync", "--vault", str(root)))
+        bare.append(timed([sys.executable, "-c", "pass"], env))
     merges, verifies = [], []
     for r in range(max(1, runs // 2)):
         for side, e in ((root, env), (other, env_b)):
@@ -139,7 +142,9 @@ def bench_sync(n: int, runs: int, *, rotated: bool) -> None:
         verifies.append(vm(env, "verify", "--vault", str(root), check=False))
     where = "rotated into monthly archives" if rotated else "all in the live file"
     print(f"\nsync on a {n:,}-entry log, {where} (medians)")
-    print(f"  nothing to do                        {statistics.median(nothing) * 1000:8.0f} ms")
+    ratio = statistics.median(n / b for n, b in zip(nothing, bare, strict=True))
+    print(f"  nothing to do                        {statistics.median(nothing) * 1000:8.0f} ms"
+          f" ({ratio:.1f}x python -c pass, wall; {load_note()})")  # fmt: skip
     print(f"  100 new entries each side (merge)    {statistics.median(merges) * 1000:8.0f} ms")
     print(f"  verify after the merge               {statistics.median(verifies) * 1000:8.0f} ms")
     print(f"  verify, first run on a machine       {first_verify * 1000:8.0f} ms")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests._cli import run_cli
 from tests._layer3_helpers import fresh_vault, make_keys, set_toml
@@ -140,3 +144,119 @@ def test_weights_are_settings(busy: Path) -> None:
     set_toml(busy, "importance", "half_life_days", "0")
     res = run_cli("read", "--vault", str(busy), "--agent", "ella", "--peek")
     assert res.exit_code == 3 and "half_life_days" in res.stderr
+
+
+def _one_by_one(s: Section, total: int, budget: int) -> tuple[Section, list[Item], int]:
+    """How `fit` cut a section's items before it estimated: one `with_items` per item."""
+    order = sorted(s.items, key=lambda i: (i.score, i.time or "", i.id))
+    current, remaining, removed = s, list(s.items), []
+    for victim in order:
+        if total <= budget or len(remaining) <= 1:
+            break
+        remaining.remove(victim)
+        removed.append(victim)
+        smaller = s.with_items(tuple(remaining), len(removed))
+        total += smaller.tokens - current.tokens
+        current = smaller
+    return current, removed, total
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.sampled_from(["- a", "- ab", "- a b", "- entry one", "- entry one two", "x", "- é"])
+        | st.text("ab -\n", min_size=1, max_size=12),
+        min_size=1,
+        max_size=30,
+    ),
+    scores=st.lists(st.integers(0, 5), min_size=30, max_size=30),
+    over=st.integers(-5, 400),
+    rest=st.integers(0, 50),
+)
+def test_cutting_items_on_an_estimate_cuts_what_one_at_a_time_cut(
+    lines: list[str], scores: list[int], over: int, rest: int
+) -> None:
+    """The same section, items and total as cutting them one `with_items` at a time, also
+    when lines repeat or one is part of another (then the estimate is not used)."""
+    items = tuple(Item(f"i{n}", t, score=float(scores[n])) for n, t in enumerate(lines))
+    s = Section("s", "S", "head\n" + "\n".join(lines), [{"id": i.id} for i in items], items=items)
+    total = rest + s.tokens
+    budget = total - over
+    assert importance._cut_items(s, total, budget) == _one_by_one(s, total, budget)
+
+
+def _old_fit(
+    sections: list[Section], budget: int, rescore: Any
+) -> tuple[list[Section], tuple[str, ...], dict[str, int], dict[str, list[str]]]:
+    """`fit` as it was: every section scored first, items cut one `with_items` at a time."""
+    kept = sorted(sections, key=lambda s: s.priority)
+    total = sum(s.tokens for s in kept)
+    if budget <= 0 or total <= budget:
+        return kept, (), {}, {}
+    kept = rescore(kept)
+    dropped: list[str] = []
+    sizes: dict[str, int] = {}
+    cut: dict[str, list[str]] = {}
+    for s in sorted(kept, key=lambda s: -s.priority):
+        if total <= budget:
+            break
+        if s.key in importance.KEEP:
+            continue
+        index = kept.index(s)
+        current = s
+        if s.items:
+            current, removed, total = _one_by_one(s, total, budget)
+            if removed:
+                cut[s.key] = [i.id for i in removed]
+            kept[index] = current
+            if total <= budget:
+                break
+        kept.remove(current)
+        dropped.append(s.key)
+        sizes[s.key] = s.tokens
+        cut.pop(s.key, None)
+        total -= current.tokens
+    return kept, tuple(dropped), sizes, cut
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shapes=st.lists(
+        st.tuples(
+            st.lists(
+                st.sampled_from(["- a", "- ab", "- entry one", "x", "- é", "- a\n  b"])
+                | st.text("ab -", min_size=1, max_size=20),
+                max_size=25,
+            ),
+            st.integers(1, 80),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    seed=st.integers(0, 10_000),
+    budget=st.integers(1, 600),
+)
+def test_fit_cuts_and_drops_what_it_did_when_it_scored_everything_first(
+    shapes: list[tuple[list[str], int]], seed: int, budget: int
+) -> None:
+    """Scores only for the sections the budget cuts one by one, whole drops decided on the
+    smallest one-item section, the cut found on an estimate: the same pack as before."""
+    sections = [Section("identity", "Identity", "me", priority=0)]
+    for n, (lines, priority) in enumerate(shapes):
+        items = tuple(Item(f"s{n}.{k}", t) for k, t in enumerate(lines))
+        text = f"head {n}\n" + "\n".join(lines)
+        sections.append(Section(f"s{n}", f"S{n}", text, priority=priority, items=items))
+
+    def rescore(found: list[Section]) -> list[Section]:  # deterministic, by item id
+        return [
+            replace(s, items=tuple(replace(i, score=(hash(i.id) ^ seed) % 7) for i in s.items))
+            for s in found
+        ]
+
+    def shown(out: list[Section]) -> list[tuple[str, str, tuple[str, ...]]]:
+        return [(s.key, s.text, s.ids) for s in out]
+
+    new = importance.fit(list(sections), budget, rescore=rescore)
+    old = _old_fit(list(sections), budget, rescore)
+    assert shown(new[0]) == shown(old[0])
+    assert new[1:] == old[1:]

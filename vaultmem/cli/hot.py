@@ -175,6 +175,16 @@ def recall(
         record_shown(result_vault, agent, "recall", ids, paths)
 
 
+def render_sync_nothing(as_json: bool) -> None:
+    """What `sync` prints when there was nothing to do (cmd_sync renders the same report)."""
+    if as_json:
+        from vaultmem.app.sync.pipeline import SyncReport
+
+        emit_json(SyncReport("nothing").to_dict())
+    else:
+        emit("nothing to do: in sync")
+
+
 # --- coordination: the inbox and working memory ----------------------------------------------
 
 

@@ -44,6 +44,8 @@ def _main() -> None:
         return
     if argv[:1] == ["mcp"] and _serve_mcp(argv[1:]):
         return
+    if argv[:1] == ["sync"] and _quiet_sync(argv[1:]):
+        return
     from vaultmem.cli.fast import try_fast
 
     if try_fast(argv):
@@ -91,6 +93,47 @@ def _detached(event: str) -> bool:
         return True
     sys.stdin = io.StringIO(payload)
     return False
+
+
+def _quiet_sync(args: list[str]) -> bool:
+    """`vaultmem sync [--vault V] [--agent A] [--json]` with nothing to do, answered without
+    typer in two git calls (app/sync/quiet.py): the hooks' background sync runs it every few
+    minutes. Anything else, any error, or something to do: False, and the full sync runs."""
+    from vaultmem.core.config import ENV_NO_FAST, env
+
+    values: dict[str, str] = {}
+    rest, as_json = list(args), False
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--json" and not as_json:
+            as_json = True
+            continue
+        name, eq, value = arg.partition("=")
+        if name not in ("--vault", "--agent") or name in values:
+            return False
+        if not eq:
+            if not rest:
+                return False
+            value = rest.pop(0)
+        values[name] = value
+    if env(ENV_NO_FAST) or values.get("--vault") == "":
+        return False
+    from pathlib import Path
+
+    from vaultmem.app.sync.quiet import nothing_to_do
+    from vaultmem.core.errors import VaultmemError
+    from vaultmem.core.vault import Vault
+
+    try:
+        where = values.get("--vault")
+        if not nothing_to_do(Vault.open(Path(where) if where else None)):
+            return False
+    except VaultmemError:
+        return False  # no vault, no git...: the full command says so, with its exit code
+    from vaultmem.cli.hot import render_sync_nothing
+
+    render_sync_nothing(as_json)
+    return True
 
 
 def _serve_mcp(args: list[str]) -> bool:

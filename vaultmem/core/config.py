@@ -6,17 +6,13 @@ This is the only module that reads `os.environ`. Entry points (the CLI, the MCP 
 
 from __future__ import annotations
 
-import json
 import os
-import time
-import tomllib
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.core.errors import ConfigError
 from vaultmem.core.names import AGENT_NAME_RE
+from vaultmem.core.records import Section, setting
 
 ENV_VAULT = "VAULTMEM_VAULT"
 ENV_AGENT = "VAULTMEM_AGENT"
@@ -40,153 +36,145 @@ CONFIG_NAME = "vaultmem.toml"
 SUPPORTED_LANGUAGES = ("en", "it", "de", "fr", "es", "pt", "nl")
 
 
-def setting(default: Any, lo: float | None = 0, hi: float | None = None, **more: Any) -> Any:
-    """A setting with its allowed range (numbers) or choices (`choices=(...)`): every value
-    in vaultmem.toml is checked against it, and a bad one stops with exit 3 and the range."""
-    return field(default=default, metadata={"lo": lo, "hi": hi, **more})
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
-@dataclass(frozen=True)
-class LogSettings:
+class LogSettings(Section):
     require_signatures: bool = True
-    lock_timeout: float = setting(10.0, 0.01, 3600)
-    max_summary: int = setting(200, 20, 10_000)
-    max_body: int = setting(20_000, 0, 10_000_000)
+    lock_timeout: float = setting(default=10.0, lo=0.01, hi=3600)
+    max_summary: int = setting(default=200, lo=20, hi=10_000)
+    max_body: int = setting(default=20_000, lo=0, hi=10_000_000)
 
 
-@dataclass(frozen=True)
-class SecretSettings:
-    policy: str = setting("redact", choices=("redact", "refuse"))
+class SecretSettings(Section):
+    policy: str = setting(default="redact", choices=("redact", "refuse"))
 
 
-@dataclass(frozen=True)
-class ReadSettings:
-    budget: int = setting(0)  # tokens; 0 means no budget
-    recent_own: int = setting(5, 0, 1000)
-    max_new_entries: int = setting(50, 1, 100_000)
+class ReadSettings(Section):
+    budget: int = setting(default=0)  # tokens; 0 means no budget
+    recent_own: int = setting(default=5, lo=0, hi=1000)
+    max_new_entries: int = setting(default=50, lo=1, hi=100_000)
 
 
 RECALL_MODES = ("auto", "keyword", "semantic", "hybrid")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
-@dataclass(frozen=True)
-class RecallSettings:
-    limit: int = setting(10, 1, 1000)
-    max_file_bytes: int = setting(2_000_000, 1024, 1_000_000_000)
+class RecallSettings(Section):
+    limit: int = setting(default=10, lo=1, hi=1000)
+    max_file_bytes: int = setting(default=2_000_000, lo=1024, hi=1_000_000_000)
     # "auto": hybrid when the semantic extra is installed, keyword otherwise
-    mode: str = setting("auto", choices=RECALL_MODES)
+    mode: str = setting(default="auto", choices=RECALL_MODES)
     # the embedding model (semantic extra): a name, a hub id or a local folder
-    model: str = setting(DEFAULT_MODEL, nonempty=True)
+    model: str = setting(default=DEFAULT_MODEL, nonempty=True)
 
 
-@dataclass(frozen=True)
-class LLMSettings:
-    model: str = setting("claude-haiku-4-5", nonempty=True)
-    max_tokens: int = setting(4096, 1, 1_000_000)
-    max_transcript_chars: int = setting(400_000, 1, 100_000_000)
-    chunk_chars: int = setting(60_000, 100, 10_000_000)
-    timeout: float = setting(60.0, 0.1, 3600)
-    max_retries: int = setting(2, 0, 20)
+class LLMSettings(Section):
+    model: str = setting(default="claude-haiku-4-5", nonempty=True)
+    max_tokens: int = setting(default=4096, lo=1, hi=1_000_000)
+    max_transcript_chars: int = setting(default=400_000, lo=1, hi=100_000_000)
+    chunk_chars: int = setting(default=60_000, lo=100, hi=10_000_000)
+    timeout: float = setting(default=60.0, lo=0.1, hi=3600)
+    max_retries: int = setting(default=2, lo=0, hi=20)
 
 
-@dataclass(frozen=True)
-class DigestSettings:
+class DigestSettings(Section):
     """`vaultmem digest` and `compact`, and the digests the read pack shows."""
 
-    period: str = setting("week", choices=("week", "month"))  # the default --period
-    max_items: int = setting(25, 1, 100_000)  # statements per digest section before "N more"
-    entry_chars: int = setting(400, 50, 100_000)  # characters of an entry's body sent to a model
-    pack_periods: int = setting(2, 0, 1000)  # digests the read pack shows (0: none)
-    pack_chars: int = setting(1200, 100, 1_000_000)  # characters of one digest in the read pack
+    period: str = setting(default="week", choices=("week", "month"))  # the default --period
+    # statements per digest section before "N more"
+    max_items: int = setting(default=25, lo=1, hi=100_000)
+    # characters of an entry's body sent to a model
+    entry_chars: int = setting(default=400, lo=50, hi=100_000)
+    pack_periods: int = setting(default=2, lo=0, hi=1000)  # digests the read pack shows (0: none)
+    # characters of one digest in the read pack
+    pack_chars: int = setting(default=1200, lo=100, hi=1_000_000)
 
 
-@dataclass(frozen=True)
-class ProfileSettings:
+class ProfileSettings(Section):
     """`vaultmem profile`: the compact profile built from approved memory."""
 
-    max_lines: int = setting(40, 1, 10_000)  # lines of one profile
-    per_group: int = setting(8, 1, 10_000)  # lines per group in the offline profile
-    pack_chars: int = setting(3000, 100, 1_000_000)  # characters of one profile in the read pack
+    max_lines: int = setting(default=40, lo=1, hi=10_000)  # lines of one profile
+    per_group: int = setting(default=8, lo=1, hi=10_000)  # lines per group in the offline profile
+    # characters of one profile in the read pack
+    pack_chars: int = setting(default=3000, lo=100, hi=1_000_000)
 
 
-@dataclass(frozen=True)
-class ImportanceSettings:
+class ImportanceSettings(Section):
     """The weights of an item's importance in the read pack (README: Importance and decay).
 
     score = (type weight + evidence * ln(evidence) + used * ln(1 + uses))
             * (floor + (1 - floor) * 0.5 ** (age in days / half_life_days))
     """
 
-    decision: float = setting(3.0, 0, 100)
-    failure: float = setting(2.5, 0, 100)
-    preference: float = setting(2.5, 0, 100)
-    user: float = setting(2.0, 0, 100)
-    feedback: float = setting(2.0, 0, 100)
-    project: float = setting(1.5, 0, 100)
-    reference: float = setting(1.0, 0, 100)
-    fact: float = setting(1.0, 0, 100)
-    handoff: float = setting(2.0, 0, 100)
-    question: float = setting(1.5, 0, 100)
-    alert: float = setting(2.0, 0, 100)
-    fix: float = setting(1.5, 0, 100)
-    answer: float = setting(1.0, 0, 100)
-    state: float = setting(0.8, 0, 100)
-    note: float = setting(0.5, 0, 100)
-    resolve: float = setting(0.5, 0, 100)
-    ack: float = setting(0.2, 0, 100)
-    digest: float = setting(1.5, 0, 100)
-    pending: float = setting(0.5, 0, 100)  # an unreviewed fact, whatever its type
-    evidence: float = setting(0.5, 0, 100)  # per natural log of the evidence count
-    used: float = setting(0.5, 0, 100)  # per natural log of 1 + times it was used
-    half_life_days: float = setting(30.0, 0.01, 100_000)
-    floor: float = setting(0.25, 0, 1)  # what is left of a very old item's weight
+    decision: float = setting(default=3.0, lo=0, hi=100)
+    failure: float = setting(default=2.5, lo=0, hi=100)
+    preference: float = setting(default=2.5, lo=0, hi=100)
+    user: float = setting(default=2.0, lo=0, hi=100)
+    feedback: float = setting(default=2.0, lo=0, hi=100)
+    project: float = setting(default=1.5, lo=0, hi=100)
+    reference: float = setting(default=1.0, lo=0, hi=100)
+    fact: float = setting(default=1.0, lo=0, hi=100)
+    handoff: float = setting(default=2.0, lo=0, hi=100)
+    question: float = setting(default=1.5, lo=0, hi=100)
+    alert: float = setting(default=2.0, lo=0, hi=100)
+    fix: float = setting(default=1.5, lo=0, hi=100)
+    answer: float = setting(default=1.0, lo=0, hi=100)
+    state: float = setting(default=0.8, lo=0, hi=100)
+    note: float = setting(default=0.5, lo=0, hi=100)
+    resolve: float = setting(default=0.5, lo=0, hi=100)
+    ack: float = setting(default=0.2, lo=0, hi=100)
+    digest: float = setting(default=1.5, lo=0, hi=100)
+    pending: float = setting(default=0.5, lo=0, hi=100)  # an unreviewed fact, whatever its type
+    evidence: float = setting(default=0.5, lo=0, hi=100)  # per natural log of the evidence count
+    used: float = setting(default=0.5, lo=0, hi=100)  # per natural log of 1 + times it was used
+    half_life_days: float = setting(default=30.0, lo=0.01, hi=100_000)
+    floor: float = setting(default=0.25, lo=0, hi=1)  # what is left of a very old item's weight
 
 
-@dataclass(frozen=True)
-class ConsolidateSettings:
+class ConsolidateSettings(Section):
     """`vaultmem consolidate`: which approved memories are proposed for merging."""
 
-    duplicate: float = setting(0.8, 0, 1)  # word similarity of near-duplicates
-    contradict: float = setting(0.5, 0, 1)  # of a pair whose numbers or negation differ
-    semantic: float = setting(0.92, 0, 1)  # cosine of near-duplicates (semantic extra)
+    duplicate: float = setting(default=0.8, lo=0, hi=1)  # word similarity of near-duplicates
+    # of a pair whose numbers or negation differ
+    contradict: float = setting(default=0.5, lo=0, hi=1)
+    # cosine of near-duplicates (semantic extra)
+    semantic: float = setting(default=0.92, lo=0, hi=1)
 
 
-@dataclass(frozen=True)
-class BankSettings:
-    prune_after_days: int = setting(60, 0, 100_000)
-    duplicate_threshold: float = setting(0.85, 0, 1)
-    related_threshold: float = setting(0.5, 0, 1)
-    read_limit: int = setting(5, 0, 1000)  # own pending facts shown by `vaultmem read`
+class BankSettings(Section):
+    prune_after_days: int = setting(default=60, lo=0, hi=100_000)
+    duplicate_threshold: float = setting(default=0.85, lo=0, hi=1)
+    related_threshold: float = setting(default=0.5, lo=0, hi=1)
+    # own pending facts shown by `vaultmem read`
+    read_limit: int = setting(default=5, lo=0, hi=1000)
 
 
-@dataclass(frozen=True)
-class SyncSettings:
-    pull: str = setting("merge", choices=("merge", "rebase"))  # how `vaultmem sync` pulls
+class SyncSettings(Section):
+    pull: str = setting(default="merge", choices=("merge", "rebase"))  # how `vaultmem sync` pulls
     # the least time between two background syncs the hooks start (a duration; "never": none)
     interval: str = "15s"
 
 
-@dataclass(frozen=True)
-class AlertSettings:
+class AlertSettings(Section):
     window: str = "7d"  # open alerts older than this leave the read pack (a duration)
 
 
-@dataclass(frozen=True)
-class WorkingSettings:
+class WorkingSettings(Section):
     ttl: str = "24h"  # default time to live of a working-memory item ("never": none)
-    keep: int = setting(20, 1, 100_000)  # recent turns a thread keeps when `wm push` has no --keep
-    max_value: int = setting(2000, 1, 1_000_000)  # characters
+    # recent turns a thread keeps when `wm push` has no --keep
+    keep: int = setting(default=20, lo=1, hi=100_000)
+    max_value: int = setting(default=2000, lo=1, hi=1_000_000)  # characters
 
 
-@dataclass(frozen=True)
-class ReceiptSettings:
-    max_bytes: int = setting(1_000_000, 1, 10_000_000_000)  # a receipts file rotates past this
-    keep: int = setting(10, 1, 10_000)  # rotated receipts files kept per agent
+class ReceiptSettings(Section):
+    # a receipts file rotates past this
+    max_bytes: int = setting(default=1_000_000, lo=1, hi=10_000_000_000)
+    keep: int = setting(default=10, lo=1, hi=10_000)  # rotated receipts files kept per agent
 
 
-@dataclass(frozen=True)
-class HookSettings:
+class HookSettings(Section):
     """`vaultmem hook EVENT` (the lifecycle hooks of Claude Code and similar runtimes)."""
 
     session_budget: int = 2000  # tokens of the session-start pack (0: the [read] budget)
@@ -198,8 +186,7 @@ class HookSettings:
     retain: bool = True  # session-end runs `retain --queued` in the background when a key is set
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Section):
     """The parsed `vaultmem.toml` of one vault."""
 
     agents: tuple[str, ...] = ()
@@ -207,21 +194,21 @@ class Config:
     language: str = "en"
     default_reviewer: str | None = None
     format: int = 0  # how many migrations the vault has seen (vaultmem upgrade)
-    log: LogSettings = field(default_factory=LogSettings)
-    secrets: SecretSettings = field(default_factory=SecretSettings)
-    read: ReadSettings = field(default_factory=ReadSettings)
-    recall: RecallSettings = field(default_factory=RecallSettings)
-    llm: LLMSettings = field(default_factory=LLMSettings)
-    bank: BankSettings = field(default_factory=BankSettings)
-    sync: SyncSettings = field(default_factory=SyncSettings)
-    alerts: AlertSettings = field(default_factory=AlertSettings)
-    working: WorkingSettings = field(default_factory=WorkingSettings)
-    receipts: ReceiptSettings = field(default_factory=ReceiptSettings)
-    hooks: HookSettings = field(default_factory=HookSettings)
-    digest: DigestSettings = field(default_factory=DigestSettings)
-    profile: ProfileSettings = field(default_factory=ProfileSettings)
-    importance: ImportanceSettings = field(default_factory=ImportanceSettings)
-    consolidate: ConsolidateSettings = field(default_factory=ConsolidateSettings)
+    log: LogSettings = LogSettings()
+    secrets: SecretSettings = SecretSettings()
+    read: ReadSettings = ReadSettings()
+    recall: RecallSettings = RecallSettings()
+    llm: LLMSettings = LLMSettings()
+    bank: BankSettings = BankSettings()
+    sync: SyncSettings = SyncSettings()
+    alerts: AlertSettings = AlertSettings()
+    working: WorkingSettings = WorkingSettings()
+    receipts: ReceiptSettings = ReceiptSettings()
+    hooks: HookSettings = HookSettings()
+    digest: DigestSettings = DigestSettings()
+    profile: ProfileSettings = ProfileSettings()
+    importance: ImportanceSettings = ImportanceSettings()
+    consolidate: ConsolidateSettings = ConsolidateSettings()
 
 
 def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
@@ -229,7 +216,7 @@ def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
         return cls()
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: [{name}] must be a table", "see README, Configuration")
-    known = set(cls.__dataclass_fields__)
+    known = set(cls.FIELDS)
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(
@@ -245,7 +232,7 @@ def _section(cls: type[Any], raw: Any, name: str, path: Path) -> Any:
                 f"{path}: [{name}] {key} must be {expected.__name__}, got {value!r}",
                 "fix the value in vaultmem.toml",
             )
-        _check_range(cls.__dataclass_fields__[key].metadata, f"[{name}] {key}", value, path)
+        _check_range(cls.RULES[key], f"[{name}] {key}", value, path)
     return cls(**raw)
 
 
@@ -302,17 +289,19 @@ def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
 
 def parse_config(text: str, path: Path) -> Config:
     """Parse the text of a `vaultmem.toml`; raise ConfigError naming the file on any problem."""
+    import tomllib
+
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path}: not valid TOML: {exc}", "fix the file or run vaultmem init"
         ) from exc
-    unknown = sorted(set(raw) - set(Config.__dataclass_fields__))
+    unknown = sorted(set(raw) - set(Config.FIELDS))
     if unknown:
         raise ConfigError(
             f"{path}: unknown key(s): {', '.join(unknown)}",
-            f"known: {', '.join(sorted(Config.__dataclass_fields__))}",
+            f"known: {', '.join(sorted(Config.FIELDS))}",
         )
     language = raw.get("language", "en")
     if language not in SUPPORTED_LANGUAGES:
@@ -388,6 +377,8 @@ def set_toml_key(text: str, key: str, value: str | int | list[str], path: Path) 
 
 
 def toml_list(names: list[str] | tuple[str, ...]) -> str:
+    import json
+
     return "[" + ", ".join(json.dumps(n) for n in names) + "]"
 
 
@@ -442,6 +433,9 @@ def env_now() -> datetime | None:
     raw = env(ENV_NOW)
     if raw is None:
         return None
+    import time
+    from datetime import UTC, datetime, timedelta
+
     text, _, anchor = raw.partition("@")
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))

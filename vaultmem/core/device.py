@@ -9,7 +9,7 @@ vault was made on) keeps plain ids, `ella.12`; another machine's chain carries i
 
 from __future__ import annotations
 
-import secrets
+import os
 from pathlib import Path
 
 from vaultmem.core import config
@@ -31,6 +31,8 @@ def device_id(*, create: bool = True) -> str | None:
         return text
     if not create:
         return None
+    import secrets  # random and hmac: only the first time, to make the id
+
     made = "".join(secrets.choice(_ALPHABET) for _ in range(4))
     try:
         if not create_private(path, made.encode("ascii") + b"\n"):
@@ -61,7 +63,7 @@ def memo_secret(*, create: bool = True) -> bytes | None:
                 return None
         except OSError:
             return None
-        made = secrets.token_bytes(32)
+        made = os.urandom(32)  # what secrets.token_bytes does
         try:
             if create_private(path, made):
                 return made

@@ -11,7 +11,6 @@ import contextlib
 import errno
 import os
 import re
-import secrets
 import stat
 import time
 from pathlib import Path
@@ -148,7 +147,7 @@ def _sweep_once(folder: Path) -> None:
 def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{os.urandom(4).hex()}")
     try:
         ensure_dir(path.parent)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode if mode is not None else 0o644)
@@ -169,7 +168,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
 def replace_cache(path: Path, data: bytes) -> None:
     """Replace a cache file (rebuildable state) by rename, without fsync: readers see the old
     or the new file; after a power cut it may be empty or missing, and is then rebuilt."""
-    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{os.urandom(4).hex()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "xb") as fh:
@@ -219,7 +218,7 @@ def create_exclusive(path: Path, data: str) -> bool:
     """Write a new file; return False (and write nothing) when it already exists."""
     if path.exists() or path.is_symlink():
         return False
-    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{os.urandom(4).hex()}")
     try:
         ensure_dir(path.parent)
         with open(tmp, "xb") as fh:

@@ -14,7 +14,7 @@ whose files say it was begun (ids and stamps recorded here must match the notes)
 from __future__ import annotations
 
 import contextlib
-import secrets
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,7 +50,7 @@ class Intent:
 def intent(vault: Vault, kind: str, data: dict[str, Any]) -> Iterator[Intent]:
     """Record `data` before the block, remove it after. An exception the block raised went
     through the block's own clean-up, so the record goes too; only a kill leaves it."""
-    step = Intent(_folder(vault) / f"{kind}-{secrets.token_hex(6)}.json", {"kind": kind, **data})
+    step = Intent(_folder(vault) / f"{kind}-{os.urandom(6).hex()}.json", {"kind": kind, **data})
     step.update()
     try:
         yield step

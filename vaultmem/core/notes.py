@@ -14,7 +14,10 @@ things the library alone does not serve, and that stay here:
 Times are written in one form everywhere (`core.clock`): unquoted `2026-11-29T15:20:01Z`, which
 YAML reads as a timestamp and Obsidian shows as a Date & time property; days as `2026-11-29`.
 
-PyYAML and python-frontmatter are imported lazily: `vaultmem append` never parses YAML.
+PyYAML and python-frontmatter are imported lazily: `vaultmem append` never parses YAML, and
+reading a note whose frontmatter is the plain subset vaultmem itself writes (`key: scalar` lines,
+block lists of scalars) does not either: `simple_mapping` reads it with a full-match grammar whose
+every form reads exactly as YAML reads it, and anything outside that grammar goes to PyYAML.
 """
 
 from __future__ import annotations
@@ -86,15 +89,112 @@ def split_frontmatter(text: str) -> tuple[list[str] | None, str, int]:
     raise ValueError("frontmatter starts with '---' but has no closing '---'")
 
 
+# the block's boundary lines: `---`, or YAML's `...` to close (CRLF files too)
+_BOUNDARY = re.compile(r"^(?:-{3}|\.{3})[ \t\r]*$", re.MULTILINE)
+
+
 @functools.cache
 def _handler() -> Any:
     from frontmatter.default_handlers import YAMLHandler
 
-    # python-frontmatter's YAML handler, closing on `---` or YAML's `...` (CRLF files too)
-    return YAMLHandler(fm_boundary=re.compile(r"^(?:-{3}|\.{3})[ \t\r]*$", re.MULTILINE))
+    # python-frontmatter's YAML handler, with the boundary above
+    return YAMLHandler(fm_boundary=_BOUNDARY)
+
+
+# --- the plain subset, without YAML -----------------------------------------------------------
+# Every form below reads as PyYAML (SafeLoader, YAML 1.1) reads it, `_jsonable` applied; a line
+# outside them (comments, tabs, nested maps, floats, escapes, a fraction of a second, trailing
+# spaces, non-ASCII plain words...) makes `simple_mapping` answer None: PyYAML reads the block.
+# what YAML refuses, escapes or reads as a line break inside quotes
+_QUOTABLE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+_SIMPLE_SCALAR = re.compile(
+    rf'"(?P<dq>[^"\\{_QUOTABLE}]*)"'
+    rf"|'(?P<sq>[^'{_QUOTABLE}]*)'"
+    r"|(?P<int>0|-?[1-9][0-9]*)"
+    r"|(?P<ts>(?P<y>[0-9]{4})-(?P<mo>[0-9]{2})-(?P<d>[0-9]{2})"
+    r"(?:T(?P<h>[0-9]{2}):(?P<mi>[0-9]{2}):(?P<s>[0-9]{2})Z)?)"
+    r"|(?P<plain>[A-Za-z][A-Za-z0-9._/+-]*(?: [A-Za-z0-9._/+-]+)*)"
+    r"|(?P<null>~)|(?P<empty>\[\]|\{\})"
+)
+_SIMPLE_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.+))?")
+_SIMPLE_ITEM = re.compile(r"( *)- (.+)")
+# PyYAML's YAML 1.1 words: a plain scalar (or a key) spelled so is no string
+_WORDS: dict[str, Any] = {
+    **dict.fromkeys(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+    **dict.fromkeys(("null", "Null", "NULL"), None),
+}
+_NO_VALUE = object()
+
+
+def _simple_scalar(token: str) -> Any:
+    """One scalar token as PyYAML reads it (after `_jsonable`), or _NO_VALUE."""
+    m = _SIMPLE_SCALAR.fullmatch(token)
+    if m is None:
+        return _NO_VALUE
+    if m["dq"] is not None:
+        return m["dq"]
+    if m["sq"] is not None:
+        return m["sq"]
+    if m["int"] is not None:
+        return int(m["int"])
+    if m["ts"] is not None:
+        y, mo, d = int(m["y"]), int(m["mo"]), int(m["d"])
+        try:  # a day or an instant YAML cannot build (month 13) is YAML's to report
+            if m["h"] is None:
+                dt.date(y, mo, d)
+            else:
+                dt.datetime(y, mo, d, int(m["h"]), int(m["mi"]), int(m["s"]))
+        except ValueError:
+            return _NO_VALUE
+        return m["ts"]  # what `_jsonable` makes of the date or the UTC datetime YAML builds
+    if m["plain"] is not None:
+        return _WORDS.get(m["plain"], m["plain"])
+    if m["null"] is not None:
+        return None
+    return [] if m["empty"] == "[]" else {}
+
+
+def simple_mapping(source: str) -> dict[str, Any] | None:
+    """A frontmatter block as PyYAML reads it, when every line is in the plain subset: `key:
+    scalar`, or `key:` followed by `- scalar` lines of one indentation. None otherwise."""
+    out: dict[str, Any] = {}
+    key: str | None = None  # the last `key:` with no value: list items may follow it
+    indent: str | None = None
+    gap = False  # a blank line since the last key or item
+    for line in source.split("\n"):
+        if not line:
+            gap = True
+            continue
+        item = _SIMPLE_ITEM.fullmatch(line)
+        if item is not None:
+            if key is None or gap or item[1] != (item[1] if indent is None else indent):
+                return None  # an item with no key, after a blank line, or out of line
+            value = _simple_scalar(item[2])
+            if value is _NO_VALUE or isinstance(value, dict):
+                return None
+            if indent is None:
+                out[key] = []
+            indent = item[1]
+            out[key].append(value)
+            continue
+        m = _SIMPLE_KEY.fullmatch(line)
+        if m is None or m[1] in _WORDS:
+            return None
+        key, indent, gap = m[1], None, False
+        out[key] = None  # `key:` alone is null, unless list items follow
+        if m[2] is not None:
+            value = _simple_scalar(m[2])
+            if value is _NO_VALUE:
+                return None
+            out[key], key = value, None
+    return out
 
 
 def load_yaml_mapping(source: str) -> dict[str, Any]:
+    simple = simple_mapping(source)
+    if simple is not None:
+        return simple
     yaml = _yaml()
     try:
         data = _handler().load(source)
@@ -116,9 +216,8 @@ def parse(text: str) -> Note:
     first = clean.split("\n", 1)[0].rstrip("\r")
     if first != "---":
         return Note(text=text, body=text, body_line=1)
-    handler = _handler()
-    try:
-        fm, content = handler.split(clean)
+    try:  # python-frontmatter's split, without loading it: what lies between two boundaries
+        _, fm, content = _BOUNDARY.split(clean, 2)
     except ValueError:
         error = "frontmatter starts with '---' but has no closing '---'"
         return Note(text=text, body=text, has_frontmatter=True, error=error)

@@ -16,6 +16,7 @@ from typing import Any
 
 from vaultmem.core.config import Config, home_dir
 from vaultmem.core.errors import ConfigError
+from vaultmem.core.records import evolve
 
 PINS_VERSION = 1
 
@@ -94,8 +95,6 @@ def effective(config: Config, root: Path) -> Config:
     """`config` with the security settings this machine enforces: the pinned ones, or the
     stricter of pinned and current (signatures required if either requires them, `refuse` if
     either refuses, only reviewers and agents that both list). First use pins `config`."""
-    from dataclasses import replace
-
     pins = read_pins(root)
     if pins is None:
         try:
@@ -118,10 +117,10 @@ def effective(config: Config, root: Path) -> Config:
         allowed = set(listed) if isinstance(listed, list) else set()
         return tuple(n for n in current if n in allowed)
 
-    return replace(
+    return evolve(
         config,
-        log=replace(config.log, require_signatures=require),
-        secrets=replace(config.secrets, policy=policy),
+        log=evolve(config.log, require_signatures=require),
+        secrets=evolve(config.secrets, policy=policy),
         reviewers=both(config.reviewers, "reviewers"),
         agents=both(config.agents, "agents"),
         default_reviewer=config.default_reviewer,

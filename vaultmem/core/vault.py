@@ -61,6 +61,7 @@ AGENTS_DIR = "agents"
 PEOPLE_DIR = "people"
 NEXUS_DIR = "nexus"
 IDENTITY = "IDENTITY.md"
+PROFILE = "PROFILE.md"
 REVIEW_PAGE = "Review.md"  # the review page for people (bank/review_page.py)
 
 
@@ -258,6 +259,12 @@ class Vault:
     def index_for(self, agent: str | None = None) -> Path:
         return self.memory_index if agent is None else self.agent_memory_index(agent)
 
+    def profile(self, agent: str | None = None) -> Path:
+        """The compact profile: `memory/PROFILE.md` (shared) or `agents/<agent>/PROFILE.md`."""
+        if agent is None:
+            return self.path(f"{MEMORY_DIR}/{PROFILE}")
+        return self.path(f"{AGENTS_DIR}/{self.require_agent(agent)}/{PROFILE}")
+
     def bank_dir(self, agent: str) -> Path:
         return self.agent_dir(agent) / "bank"
 
@@ -287,6 +294,11 @@ class Vault:
     @property
     def decisions(self) -> Path:
         return self.path(f"{NEXUS_DIR}/decisions.md")
+
+    @property
+    def digests(self) -> Path:
+        """The folder of digest notes (`nexus/digests.py`)."""
+        return self.path(f"{NEXUS_DIR}/digests")
 
     # --- agents -------------------------------------------------------------------------
 

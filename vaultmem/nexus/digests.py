@@ -183,7 +183,7 @@ class DigestNote:
 
 
 def folder(vault: Vault) -> Path:
-    return vault.path(FOLDER)
+    return vault.digests  # FOLDER, as the vault names it
 
 
 def digest_path(vault: Vault, period: str) -> Path:

@@ -63,9 +63,7 @@ class ProfileResult:
 
 
 def profile_path(vault: Vault, agent: str | None) -> Path:
-    if agent is None:
-        return vault.path(f"memory/{PROFILE}")
-    return vault.path(f"agents/{vault.require_agent(agent)}/{PROFILE}")
+    return vault.profile(agent)
 
 
 # --- sources ---------------------------------------------------------------------------------

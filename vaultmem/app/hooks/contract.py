@@ -33,6 +33,7 @@ from typing import Any
 
 from vaultmem.core import clock
 from vaultmem.core.errors import VaultmemError
+from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
 
 LOG_NAME = "hooks.log"
@@ -196,7 +197,7 @@ def hook_vault(vault: Vault) -> Vault:
     """The vault with the hooks' shorter lock timeout: a hook never waits long for a writer."""
     log = vault.config.log
     limit = min(log.lock_timeout, vault.config.hooks.lock_timeout)
-    return replace(vault, config=replace(vault.config, log=replace(log, lock_timeout=limit)))
+    return replace(vault, config=evolve(vault.config, log=evolve(log, lock_timeout=limit)))
 
 
 def open_hook_vault(vault_path: Path | None, payload: HookInput) -> Vault:

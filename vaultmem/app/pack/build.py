@@ -346,6 +346,9 @@ def recall_section(vault: Vault, agent: str, query: str) -> Section | None:
 
 def pending_section(vault: Vault, agent: str, query: str | None) -> Section | None:
     """The agent's own unreviewed facts, marked as such; other agents' never show."""
+    folder = vault.bank_dir(agent)
+    if not folder.is_dir() or not any(p.suffix == ".md" for p in folder.iterdir()):
+        return None  # nothing proposed: the bank's modules stay unloaded
     from vaultmem.bank.store import pending_block
 
     block = pending_block(vault, agent, query)
@@ -441,7 +444,7 @@ def read(
     sections.sort(key=lambda s: s.priority)
     limit = vault.config.read.budget if budget is None else budget
     kept, dropped, sizes, cut = importance.fit(
-        sections, limit, rescore=lambda found: importance.rate(vault, agent, found, now)
+        sections, limit, rescore=importance.scorer(vault, agent, now)
     )
     total = sum(s.tokens for s in kept)
     if limit > 0 and total > limit and view.items:

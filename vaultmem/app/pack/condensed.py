@@ -43,6 +43,8 @@ def plain_links(text: str) -> str:
 
 
 def profile_section(vault: Vault, agent: str | None) -> Section | None:
+    if not vault.profile(agent).exists():
+        return None  # most vaults have none: the profile builder's module stays unloaded
     from vaultmem.app.condense.profile import checked_profile, stale
 
     checked = checked_profile(vault, agent)
@@ -105,12 +107,12 @@ def profile_section(vault: Vault, agent: str | None) -> Section | None:
 def digest_section(vault: Vault, before: str | None, now: datetime) -> Section | None:
     """The latest digests of periods that ended by `before` (the oldest entry the pack shows
     verbatim; None: now)."""
+    settings = vault.config.digest
+    if settings.pack_periods <= 0 or not vault.digests.is_dir():
+        return None  # no digests yet: their module stays unloaded
     from vaultmem.core import clock
     from vaultmem.nexus import digests
 
-    settings = vault.config.digest
-    if settings.pack_periods <= 0:
-        return None
     files = digests.digest_files(vault)
     if not files:
         return None

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.app.pack.sections import Item, Section
+from vaultmem.app.pack.sections import Item, Section, estimate_tokens
 from vaultmem.core.errors import PathOutsideVaultError
 from vaultmem.core.importance import score
 
@@ -69,10 +69,17 @@ def uses(vault: Vault, agent: str) -> Counter[str]:
     return out
 
 
-def rate(vault: Vault, agent: str, sections: list[Section], now: datetime) -> list[Section]:
-    """The sections with every item scored."""
+def rate(
+    vault: Vault,
+    agent: str,
+    sections: list[Section],
+    now: datetime,
+    *,
+    used: Counter[str] | None = None,
+) -> list[Section]:
+    """The sections with every item scored (`used`: `uses(vault, agent)`, if already read)."""
     settings = vault.config.importance
-    used = uses(vault, agent)
+    used = uses(vault, agent) if used is None else used
     out = []
     for s in sections:
         if not s.items:
@@ -100,6 +107,18 @@ def rate(vault: Vault, agent: str, sections: list[Section], now: datetime) -> li
     return out
 
 
+def scorer(vault: Vault, agent: str, now: datetime) -> Any:
+    """`rate` for `fit`'s `rescore`, reading the agent's receipts once however often called."""
+    read: list[Counter[str]] = []
+
+    def rescore(sections: list[Section]) -> list[Section]:
+        if not read:
+            read.append(uses(vault, agent))
+        return rate(vault, agent, sections, now, used=read[0])
+
+    return rescore
+
+
 # --- fitting a budget ----------------------------------------------------------------------------
 
 
@@ -112,16 +131,15 @@ def fit(
     """(kept sections, dropped section keys, their tokens, cut item ids per section).
 
     Least important sections first; within a section of items, the lowest-scoring items first
-    (ties: the older first). `rescore(sections)` scores the items (called once, only when the
-    pack is over the budget)."""
+    (ties: the older first). `rescore(sections)` scores the items: called with each section
+    whose items the budget cuts one by one, only then (a section that goes whole even with
+    one item left needs no scores: scoring a memory line reads its fact note)."""
     kept = sorted(sections, key=lambda s: s.priority)
     if budget <= 0:
         return kept, (), {}, {}
     total = sum(s.tokens for s in kept)
     if total <= budget:
         return kept, (), {}, {}
-    if rescore is not None:
-        kept = rescore(kept)
     dropped: list[str] = []
     sizes: dict[str, int] = {}
     cut: dict[str, list[str]] = {}
@@ -132,18 +150,10 @@ def fit(
             continue
         index = kept.index(s)
         current = s
-        if s.items:
-            order = sorted(s.items, key=lambda i: (i.score, i.time or "", i.id))
-            remaining = list(s.items)
-            removed: list[Item] = []
-            for victim in order:
-                if total <= budget or len(remaining) <= 1:
-                    break
-                remaining.remove(victim)
-                removed.append(victim)
-                smaller = s.with_items(tuple(remaining), len(removed))
-                total += smaller.tokens - current.tokens
-                current = smaller
+        if s.items and not _goes_whole(s, total, budget):
+            if rescore is not None:
+                s = kept[index] = rescore([s])[0]
+            current, removed, total = _cut_items(s, total, budget)
             if removed:
                 cut[s.key] = [i.id for i in removed]
             kept[index] = current
@@ -155,6 +165,73 @@ def fit(
         cut.pop(s.key, None)
         total -= current.tokens
     return kept, tuple(dropped), sizes, cut
+
+
+def _goes_whole(s: Section, total: int, budget: int) -> bool:
+    """Whether cutting `s`'s items one by one would end with the one left still over the
+    budget, whichever that is (then `s` is dropped whole, and the order does not matter): the
+    smallest one-item section is over. Only when every item's line stands once in the text
+    (else what a removal takes is not its line's length); each state before the last is
+    larger (a line of 1+ characters goes, the note grows by a digit at most per 9 lines)."""
+    if len(s.items) <= 1:
+        return total > budget
+    needles = ["\n" + i.text for i in s.items]
+    if not all(len(n) > 1 and s.text.count(n) == 1 for n in needles):
+        return False
+    n = len(s.items)
+    left = len(s.text) - sum(map(len, needles)) + min(map(len, needles))
+    note = f"({n - 1} more not shown: cut to fit the budget, lowest importance first)"
+    smallest = estimate_tokens(s.title) + 4 + (left + 2 + len(note) + 3) // 4
+    return total - s.tokens + smallest > budget
+
+
+def _cut_items(s: Section, total: int, budget: int) -> tuple[Section, list[Item], int]:
+    """(the section, the items cut, the pack's new total): its lowest-scoring items go one at
+    a time until the pack fits or one is left. The number to cut is found on a running
+    estimate of the text (one line out per item: cheap), then checked with `with_items` at
+    that number and the one before; should the two disagree (a line that is part of another),
+    the items go one at a time through `with_items`, as they always did."""
+    order = sorted(s.items, key=lambda i: (i.score, i.time or "", i.id))
+    base = total - s.tokens  # the rest of the pack
+
+    def stop(k: int, size: int) -> bool:  # where cutting one item at a time stops
+        return k >= len(order) or base + size <= budget or len(s.items) - k <= 1
+
+    def steps() -> list[list[Item]]:
+        remaining, out = list(s.items), []
+        for victim in order:
+            remaining.remove(victim)
+            out.append(list(remaining))
+        return out
+
+    title = estimate_tokens(s.title) + 4
+    text, k = s.text, 0
+    needles = ["\n" + i.text for i in s.items]
+    alone = all(text.count(n) == 1 for n in needles)  # else the order of removals may matter
+    if alone and not stop(0, s.tokens):
+        for k, victim in enumerate(order, 1):
+            text = text.replace("\n" + victim.text, "", 1)
+            note = f"({k} more not shown: cut to fit the budget, lowest importance first)"
+            if stop(k, title + estimate_tokens(f"{text}\n\n{note}")):
+                break
+    kept = steps()
+    if not alone:
+        k = -1
+    elif k == 0:
+        return s, [], total
+    if k > 0:
+        smaller = s.with_items(tuple(kept[k - 1]), k)
+        before = s.with_items(tuple(kept[k - 2]), k - 1).tokens if k > 1 else s.tokens
+        if stop(k, smaller.tokens) and not stop(k - 1, before):
+            return smaller, order[:k], base + smaller.tokens
+    current, n = s, 0  # no estimate, or it was off: one at a time
+    if stop(0, s.tokens):
+        return s, [], total
+    for n, remaining in enumerate(kept, 1):
+        current = s.with_items(tuple(remaining), n)
+        if stop(n, current.tokens):
+            break
+    return current, order[:n], base + current.tokens
 
 
 def cut_note(cut: dict[str, list[str]], sections: list[Section]) -> str:

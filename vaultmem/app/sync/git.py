@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -38,6 +37,8 @@ class OfflineError(VaultmemError):
 
 
 def git_bin() -> str:
+    import shutil  # bz2 and lzma at import: only here
+
     found = shutil.which("git")
     if found is None:
         raise UnavailableError("git is not installed", "install git to sync a vault")

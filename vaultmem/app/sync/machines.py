@@ -7,7 +7,8 @@ from pathlib import Path
 from vaultmem.app.sync import worktree
 from vaultmem.app.sync.git import OfflineError, failure, git, rev
 from vaultmem.app.sync.incoming import check_tree
-from vaultmem.app.sync.pipeline import ensure_drivers, ensure_template_lines
+from vaultmem.app.sync.pipeline import ensure_drivers
+from vaultmem.app.sync.worktree import ensure_template_lines
 from vaultmem.core.errors import UsageError
 from vaultmem.core.vault import Vault
 

@@ -45,6 +45,7 @@ from vaultmem.app.sync.git import (
 )
 from vaultmem.app.sync.incoming import check_tree, trust_report
 from vaultmem.app.sync.objects import merge
+from vaultmem.app.sync.worktree import ensure_template_lines
 from vaultmem.core.errors import LockTimeoutError, UnavailableError, VaultmemError
 from vaultmem.core.locking import BARRIER, barrier, exclusive, lock_path
 from vaultmem.core.vault import Vault
@@ -112,34 +113,14 @@ def repo_root(vault: Vault) -> Path:
     return Path(proc.stdout.strip())
 
 
-def ensure_template_lines(root: Path, name: str) -> bool:
-    """Add to `.gitattributes` / `.gitignore` the lines of vaultmem's template that a vault
-    made by an older vaultmem lacks (by pattern), keeping every line a person wrote."""
-    from vaultmem.core.fsio import atomic_write
-    from vaultmem.core.templates import template
-
-    path = root / f".{name}"
-    have = path.read_text(encoding="utf-8") if path.exists() else ""
-    known = {ln.split()[0] for ln in have.splitlines() if ln.strip() and not ln.startswith("#")}
-    missing = [
-        ln
-        for ln in template(name).splitlines()
-        if ln.strip() and not ln.startswith("#") and ln.split()[0] not in known
-    ]
-    if not missing:
-        return False
-    sep = "" if not have or have.endswith("\n") else "\n"
-    atomic_write(path, have + sep + "\n".join(missing) + "\n")
-    return True
-
-
 def ensure_attributes(root: Path) -> bool:
     return ensure_template_lines(root, "gitattributes")
 
 
-def ensure_drivers(root: Path) -> None:
-    """This clone's merge drivers and local excludes (per clone, never committed)."""
-    worktree.ensure_local_config(root)
+def ensure_drivers(root: Path, vault: Vault | None = None) -> None:
+    """This clone's merge drivers and local excludes (per clone, never committed); with
+    `vault`, checked with git only when they may have changed (`worktree.config_current`)."""
+    worktree.ensure_local_config(root, vault)
 
 
 def _upstream(root: Path, remote: str | None) -> tuple[str, str | None]:
@@ -207,18 +188,10 @@ def sync(
     try:
         run = _Run(vault, root)
         report = _sync_locked(run, remote, message, pull or vault.config.sync.pull, progress)
-        _stamp(vault, report.outcome)
+        worktree.stamp_last(vault, report.outcome)
         return report
     finally:
         lock.__exit__(None, None, None)
-
-
-def _stamp(vault: Vault, outcome: str) -> None:
-    from vaultmem.core import clock
-    from vaultmem.core.fsio import atomic_write
-
-    atomic_write(worktree.state(vault, "last.json"),
-                 json.dumps({"time": clock.stamp(), "outcome": outcome}))  # fmt: skip
 
 
 def _recover(run: _Run) -> None:
@@ -292,7 +265,7 @@ def _sync_locked(
     progress: Callable[[int, int], None] | None,
 ) -> SyncReport:
     vault, root = run.vault, run.root
-    ensure_drivers(root)
+    ensure_drivers(root, vault if root == vault.root else None)
     _recover(run)
     branch, upstream = _upstream(root, remote)
     if upstream is None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -53,14 +52,56 @@ def state(vault: Vault, name: str) -> Path:
     return vault.state("sync", name)
 
 
-def ensure_local_config(root: Path) -> None:
-    """This clone's own settings, which no remote can change (they are not in the tree): the
-    merge drivers, `.vaultmem/` excluded, links checked out as plain files."""
+def stamp_last(vault: Vault, outcome: str) -> None:
+    """`.vaultmem/sync/last.json`: when the last sync ended, and how."""
+    from vaultmem.core import clock
+
+    atomic_write(state(vault, "last.json"),
+                 json.dumps({"time": clock.stamp(), "outcome": outcome}))  # fmt: skip
+
+
+def _runner() -> str:
     import shlex
     import sys
 
+    return f"{shlex.quote(sys.executable)} -m vaultmem"
+
+
+def _config_files(root: Path) -> dict[str, list[int]] | None:
+    """What `.git/config` and `.git/info/exclude` are on disk (size, times, inode), or None
+    when the repository's git dir is elsewhere (a worktree, a submodule): then no stamp."""
+    found: dict[str, list[int]] = {}
+    for rel in ("config", "info/exclude"):
+        try:
+            st = (root / ".git" / rel).stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        found[rel] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    return found
+
+
+def config_current(vault: Vault, root: Path) -> bool:
+    """True when this clone's settings were checked by `ensure_local_config` and neither file
+    changed since (the stamp in `.vaultmem/sync/config.json`): no git call needed."""
+    files = _config_files(root)
+    if files is None:
+        return False
+    try:
+        known = json.loads(state(vault, "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(known == {"runner": _runner(), "files": files})
+
+
+def ensure_local_config(root: Path, vault: Vault | None = None) -> None:
+    """This clone's own settings, which no remote can change (they are not in the tree): the
+    merge drivers, `.vaultmem/` excluded, links checked out as plain files. With `vault`, a
+    stamp of the two files once they hold the settings: the next sync reads no git config
+    when they did not change (re-registering the drivers cost ~70 ms of git calls)."""
+    if vault is not None and config_current(vault, root):
+        return
     config = git(root, "config", "--local", "--list").stdout
-    runner = f"{shlex.quote(sys.executable)} -m vaultmem"
+    runner = _runner()
     for name, kind in DRIVERS.items():
         driver = f"{runner} merge-file {kind} %O %A %B %P"
         if f"merge.{name}.driver={driver}" not in config:
@@ -80,6 +121,45 @@ def ensure_local_config(root: Path) -> None:
         ensure_dir(info.parent)
         sep = "" if not have or have.endswith("\n") else "\n"
         atomic_write(info, have + sep + "# vaultmem: local state\n" + "\n".join(missing) + "\n")
+    files = _config_files(root) if vault is not None else None
+    if vault is not None and files is not None:
+        with contextlib.suppress(OSError):  # no stamp: the next sync checks with git again
+            stamp = state(vault, "config.json")
+            ensure_dir(stamp.parent)
+            atomic_write(stamp, json.dumps({"runner": runner, "files": files}))
+
+
+def _template_lines(root: Path, name: str) -> tuple[Path, str, list[str]]:
+    """(`.gitattributes` / `.gitignore`, its text, the template's lines it lacks by pattern)."""
+    from vaultmem.core.templates import template
+
+    path = root / f".{name}"
+    have = path.read_text(encoding="utf-8") if path.exists() else ""
+    known = {ln.split()[0] for ln in have.splitlines() if ln.strip() and not ln.startswith("#")}
+    return (
+        path,
+        have,
+        [
+            ln
+            for ln in template(name).splitlines()
+            if ln.strip() and not ln.startswith("#") and ln.split()[0] not in known
+        ],
+    )
+
+
+def has_template_lines(root: Path, name: str) -> bool:
+    return not _template_lines(root, name)[2]
+
+
+def ensure_template_lines(root: Path, name: str) -> bool:
+    """Add to `.gitattributes` / `.gitignore` the lines of vaultmem's template that a vault
+    made by an older vaultmem lacks (by pattern), keeping every line a person wrote."""
+    path, have, missing = _template_lines(root, name)
+    if not missing:
+        return False
+    sep = "" if not have or have.endswith("\n") else "\n"
+    atomic_write(path, have + sep + "\n".join(missing) + "\n")
+    return True
 
 
 def stage_all(root: Path, children: Path) -> None:
@@ -203,7 +283,7 @@ def move_tree(vault: Vault, root: Path, frm: str, to: str) -> list[str]:
         if mv.new is not None:
             target = _on_disk(root, mv.path)
             ensure_dir(target.parent)
-            tmp_path = target.with_name(f"{TEMP_PREFIX}{target.name}.{secrets.token_hex(4)}")
+            tmp_path = target.with_name(f"{TEMP_PREFIX}{target.name}.{os.urandom(4).hex()}")
             fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
                 os.write(fd, contents[mv.new])
