@@ -375,3 +375,43 @@ def test_a_log_bigger_than_max_file_bytes_is_indexed_to_its_newest_entry(vault: 
     assert (vault / "nexus/live-context.md").stat().st_size > 4 * 1024
     assert _paths(vault, "pangolin") == ["nexus/live-context.md"]
     assert "nexus/live-context.md" not in _problems(vault)
+
+
+# --- what opening the index costs ----------------------------------------------------------
+
+
+def test_whoosh_is_imported_without_urllib_asyncio_or_the_english_tables(vault: Path) -> None:
+    """engine._whoosh keeps three unused imports out of a recall, and its stand-ins out of the
+    process: a later `import urllib.request` is the real one, Variations still works."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vaultmem.core.vault import Vault\n"
+        "from vaultmem.search.query import recall\n"
+        "assert recall(Vault.open(sys.argv[1]), 'stripe webhook').hits\n"
+        "unused = ('urllib.request', 'asyncio', 'cached_property', 'whoosh.lang.morph_en')\n"
+        "assert not [m for m in unused if m in sys.modules], [m for m in unused if m in sys.modules]\n"
+        "import urllib.request, cached_property\n"
+        "assert urllib.request.Request and urllib.request.urlopen\n"
+        "assert cached_property.cached_property.__module__ == 'cached_property'\n"
+        "from whoosh.query import Variations\n"
+        "from whoosh.lang.morph_en import variations\n"
+        "assert 'walls' in variations('wall')\n"
+        "from vaultmem.search import engine\n"
+        "with engine.Searcher(Vault.open(sys.argv[1])) as s:\n"
+        "    assert list(Variations('body', 'webhook').docs(s.searcher))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code, str(vault)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+
+
+def test_segments_are_written_as_separate_files(vault: Path) -> None:
+    """Not compound: a compound segment is copied whole into memory by every searcher."""
+    refresh.refresh(_v(vault), wait=None, rebuild=True)
+    _write(vault, "wiki/new.md", "# New\nA new note about webhooks.\n")
+    refresh.refresh(_v(vault))
+    names = [p.name for p in _generation(vault).iterdir()]
+    assert names and not [n for n in names if n.endswith(".seg")], names
+    assert "wiki/new.md" in _paths(vault, "new webhooks")
