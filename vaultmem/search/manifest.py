@@ -10,6 +10,7 @@ Layout under `.vaultmem/index/`:
 - `g-<hex>/`: one whoosh index ("generation"); see `vaultmem.search.engine`.
 - `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
 - `heartbeat.json`: written by `vaultmem watch` while it keeps the index current.
+- `names.json`: the words of the indexed note names, for the prompt hook (`search/vocab.py`).
 
 Whoosh reads its TOC and stored fields with `pickle`, so a generation is opened only when its
 provenance is proven: `manifest.json`, `problems.json` and `heartbeat.json` are sealed
@@ -33,6 +34,7 @@ from vaultmem.core.errors import NotWritableError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import lock_path
 from vaultmem.core.vault import Vault
+from vaultmem.search import vocab
 from vaultmem.search.documents import LogMark
 
 SCHEMA_VERSION = 10  # 9: how far each append-only log was indexed; 10: sealed, listing
@@ -48,6 +50,10 @@ PROBLEMS = "problems.json"
 
 
 HEARTBEAT = "heartbeat.json"
+
+
+# vaultmem's own sealed files in the index folder (everything else there is a generation)
+OWN_FILES = (MANIFEST, PROBLEMS, HEARTBEAT, vocab.NAMES)
 
 
 HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
@@ -194,7 +200,8 @@ def record_listing(vault: Vault, manifest: Manifest) -> None:
 def save_manifest(vault: Vault, manifest: Manifest) -> None:
     CURRENT[str(vault.root)] = manifest.generation
     folder = index_dir(vault)
-    sealed = seal.dumps(folder / MANIFEST, manifest.dump())
+    data = manifest.dump()
+    sealed = seal.dumps(folder / MANIFEST, data)
     if sealed is None:
         raise NotWritableError(
             f"cannot seal the index manifest: no secret in {seal.home()}",
@@ -203,6 +210,10 @@ def save_manifest(vault: Vault, manifest: Manifest) -> None:
     atomic_write(folder / MANIFEST, sealed)
     problems = [p.to_dict() for p in _manifest_problems(manifest)]
     atomic_write(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
+    # the prompt hook's note-name words, rewritten only when the set of files changed
+    names = vocab.write(str(folder), data["files"]["paths"])
+    if names is not None:
+        atomic_write(folder / vocab.NAMES, names)
 
 
 def _manifest_problems(manifest: Manifest) -> list[FileProblem]:

@@ -44,9 +44,7 @@ from vaultmem.search.engine import (
     open_writer,
 )
 from vaultmem.search.manifest import (
-    HEARTBEAT,
-    MANIFEST,
-    PROBLEMS,
+    OWN_FILES,
     Manifest,
     heartbeat_ok,
     index_dir,
@@ -225,7 +223,7 @@ def _drop_other_generations(vault: Vault, keep: str) -> None:
     folder = index_dir(vault)
     with contextlib.suppress(OSError):
         for child in folder.iterdir():
-            if child.name in (keep, MANIFEST, PROBLEMS, HEARTBEAT):
+            if child.name == keep or child.name in OWN_FILES:
                 continue
             if child.is_dir() and not child.is_symlink():
                 shutil.rmtree(child, ignore_errors=True)
