@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,10 +130,60 @@ def refresh_lock(vault: Vault) -> Path:
     return lock_path(vault, "index")
 
 
+# the last manifest each process read, by file: (its stat and seal key, the manifest)
+_LOADED: dict[str, tuple[tuple[int, int, int, bytes | None], Manifest]] = {}
+
+
+# a manifest file younger than this may be rewritten with the same size within one mtime tick
+# (and a freed inode reused): it is parsed again rather than taken from _LOADED
+_SETTLED_NS = 2_000_000_000
+
+
 def load_manifest(vault: Vault) -> Manifest | None:
-    """The manifest; None when there is none, or when this machine did not write it."""
+    """The manifest; None when there is none, or when this machine did not write it.
+
+    A long-lived process (the MCP server, an agent calling the library) parses the file once:
+    while its size, mtime and inode (and this machine's seal key) stay the same, a copy of the
+    manifest read before is returned (the file is replaced, never edited, by `save_manifest`).
+    """
+    path = index_dir(vault) / MANIFEST
     try:
-        raw = seal.read(index_dir(vault) / MANIFEST, create=True)
+        st = path.stat()
+    except OSError:
+        return None
+    key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
+    cached = _LOADED.get(str(path))
+    if cached is not None and cached[0] == key:
+        CURRENT[str(vault.root)] = cached[1].generation
+        return _copy(cached[1])
+    found = _parse(vault, path)
+    if found is not None and time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+        _LOADED[str(path)] = (key, _copy(found))
+    else:
+        _LOADED.pop(str(path), None)
+    return found
+
+
+def _copy(m: Manifest) -> Manifest:
+    """A manifest whose tables can be changed without changing `m` (a refresh edits them)."""
+    return Manifest(
+        generation=m.generation,
+        language=m.language,
+        refreshed_at=m.refreshed_at,
+        files=dict(m.files),
+        skipped=dict(m.skipped),
+        hashes=dict(m.hashes),
+        problems=dict(m.problems),
+        schema=m.schema,
+        sums=dict(m.sums),
+        logs=dict(m.logs),
+        listing=dict(m.listing),
+    )
+
+
+def _parse(vault: Vault, path: Path) -> Manifest | None:
+    try:
+        raw = seal.read(path, create=True)
         if raw.get("schema") != SCHEMA_VERSION:
             return None
         CURRENT[str(vault.root)] = str(raw["generation"])
@@ -277,6 +328,35 @@ def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str,
                 except OSError:  # vanished between listing and stat
                     continue
     return files, skipped
+
+
+# an event on a folder (or one the watcher could not place): only a walk can say what moved
+FULL_WALK = "/"
+
+
+def walk_changed(
+    vault: Vault, manifest: Manifest, changed: frozenset[str]
+) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]] | None:
+    """`walk`'s answer when an in-process watcher says only `changed` (vault-relative paths)
+    may differ from the manifest: one stat per changed path, the rest as the manifest has it.
+    None when only the whole walk can tell (a folder event, a link, something unreadable)."""
+    if FULL_WALK in changed:
+        return None
+    files = dict(manifest.files)
+    for rel in changed:
+        if not rel.lower().endswith(".md") or any(p[:1] == "." for p in rel.split("/")):
+            continue  # walk() never lists these either
+        try:
+            st = (vault.root / rel).lstat()
+        except FileNotFoundError:
+            files.pop(rel, None)
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):  # a link or a folder: walk() decides what it is
+            return None
+        files[rel] = (st.st_size, st.st_mtime_ns)
+    return files, dict(manifest.skipped)
 
 
 # --- the watcher's heartbeat ----------------------------------------------------------------
