@@ -415,3 +415,23 @@ def test_segments_are_written_as_separate_files(vault: Path) -> None:
     names = [p.name for p in _generation(vault).iterdir()]
     assert names and not [n for n in names if n.endswith(".seg")], names
     assert "wiki/new.md" in _paths(vault, "new webhooks")
+
+
+def test_the_manifest_is_parsed_once_per_process_and_never_served_stale(vault: Path) -> None:
+    v = _v(vault)
+    refresh.refresh(v)
+    path = manifest.index_dir(v) / manifest.MANIFEST
+    os.utime(path, ns=(1, 1))  # settled: old enough to be kept
+    first = manifest.load_manifest(v)
+    assert first is not None and manifest._LOADED[str(path)][1].files == first.files
+    first.files.clear()  # a caller's edits never reach the next reader
+    second = manifest.load_manifest(v)
+    assert second is not None and second.files and second is not first
+    # a refresh that writes a new manifest: the next load has the new file
+    _write(vault, "wiki/later.md", "# Later\nText.\n")
+    refresh.refresh(v)
+    assert "wiki/later.md" in (manifest.load_manifest(v) or first).files
+    # replaced by something this machine did not seal: none, as without the cache
+    data = json.loads(path.read_bytes())["data"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert manifest.load_manifest(v) is None

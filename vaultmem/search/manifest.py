@@ -32,7 +32,7 @@ from typing import Any
 
 from vaultmem.core import seal
 from vaultmem.core.errors import NotWritableError
-from vaultmem.core.fsio import atomic_write
+from vaultmem.core.fsio import atomic_write, replace_cache
 from vaultmem.core.locking import lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.search import vocab
@@ -259,12 +259,17 @@ def save_manifest(vault: Vault, manifest: Manifest) -> None:
             "check that VAULTMEM_HOME is writable",
         )
     atomic_write(folder / MANIFEST, sealed)
+    with contextlib.suppress(OSError):  # this process need not parse what it just wrote
+        st = (folder / MANIFEST).stat()
+        key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
+        _LOADED[str(folder / MANIFEST)] = (key, _copy(manifest))
+    # derived from the manifest and rewritten with it: no fsync (a torn one reads as absent)
     problems = [p.to_dict() for p in _manifest_problems(manifest)]
-    atomic_write(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
+    replace_cache(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
     # the prompt hook's note-name words, rewritten only when the set of files changed
     names = vocab.write(str(folder), data["files"]["paths"])
     if names is not None:
-        atomic_write(folder / vocab.NAMES, names)
+        replace_cache(folder / vocab.NAMES, names)
 
 
 def _manifest_problems(manifest: Manifest) -> list[FileProblem]:
