@@ -111,14 +111,20 @@ class _Plan:
 
 
 def _plan(
-    vault: Vault, manifest: Manifest, current: dict[str, tuple[int, int]], skipped: Any
+    vault: Vault,
+    manifest: Manifest,
+    current: dict[str, tuple[int, int]],
+    skipped: Any,
+    only: frozenset[str] | None = None,  # the paths a watcher saw change: nothing else did
 ) -> _Plan:
+    rels = current if only is None else [r for r in only | manifest.hashes.keys() if r in current]
     changed = []
     settled = []
     touched: dict[str, tuple[int, int]] = {}
     limit_ns = time.time_ns() - RACY_NS
     max_bytes = vault.config.recall.max_file_bytes
-    for rel, (size, mtime) in current.items():
+    for rel in rels:
+        size, mtime = current[rel]
         known = manifest.files.get(rel)
         if known != (size, mtime):
             if known is not None and known[0] == size and rel in manifest.sums:
@@ -144,7 +150,8 @@ def _plan(
                 changed.append(rel)
             elif mtime < limit_ns:
                 settled.append(rel)
-    removed = [rel for rel in manifest.files if rel not in current]
+    removed = [r for r in (manifest.files if only is None else only) if r not in current]
+    removed = [r for r in removed if r in manifest.files]
     return _Plan(sorted(changed), sorted(removed), dict(skipped), current, settled, touched)
 
 
@@ -382,8 +389,9 @@ def _refresh(
         in_line = model is None or _vectors_in_line(vault, manifest, model)
         if in_line and (changed == frozenset() or (trust_watcher and heartbeat_ok(vault))):
             return _freshness(manifest, started, checked_by="watcher")
-        current, skipped = (changed and walk_changed(vault, manifest, changed)) or walk(vault)
-        plan = _plan(vault, manifest, current, skipped)
+        partial = changed and walk_changed(vault, manifest, changed)
+        current, skipped = partial or walk(vault)
+        plan = _plan(vault, manifest, current, skipped, changed if partial else None)
         if plan.empty(manifest) and in_line:
             return _freshness(manifest, started)
         if wait == 0.0:
@@ -406,7 +414,7 @@ def _refresh(
                 walked = (current, skipped)
                 return _refresh_locked(
                     vault, started, progress, rebuild=False, walked=walked, semantic=semantic,
-                    changed=changed,
+                    changed=changed if partial else None,
                 )  # fmt: skip
             finally:
                 release(handle)
@@ -442,13 +450,14 @@ def _refresh_locked(
     manifest = load_manifest(vault)
     if changed and manifest is not None:
         walked = walk_changed(vault, manifest, changed)
+        changed = changed if walked else None
     warnings: tuple[str, ...] = ()
     if not rebuild and manifest is not None and manifest.language != vault.config.language:
         warnings = (f"vault language is now {vault.config.language}: index rebuilt",)
         rebuild = True
     if not rebuild and manifest is not None and _usable(manifest, vault):
         current, skipped = walked or walk(vault)
-        plan = _plan(vault, manifest, current, skipped)
+        plan = _plan(vault, manifest, current, skipped, changed if walked else None)
         if plan.empty(manifest):
             synced = _sync(vault, manifest, semantic)
             return _freshness(manifest, started, synced=synced)
