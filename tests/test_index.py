@@ -435,3 +435,24 @@ def test_the_manifest_is_parsed_once_per_process_and_never_served_stale(vault: P
     data = json.loads(path.read_bytes())["data"]
     path.write_text(json.dumps(data), encoding="utf-8")
     assert manifest.load_manifest(v) is None
+
+
+def test_a_searcher_outlives_a_merge_that_deletes_its_segments(vault: Path) -> None:
+    """Another process's refresh may merge the segments an open searcher reads and delete
+    their files: the searcher opened every file it needs up front."""
+    v = _v(vault)
+    refresh.refresh(v, wait=None, rebuild=True)
+    _write(vault, "wiki/second.md", "# Second\nA second segment about webhooks.\n")
+    refresh.refresh(v)
+    m = manifest.load_manifest(v)
+    assert m is not None
+    before = set(os.listdir(_generation(vault)))
+    with engine.Searcher(v) as s:
+        assert len(list(s.searcher.leaf_searchers())) > 1
+        ix = engine.open_generation(v, m)
+        ix.writer().commit(optimize=True)  # what a merging commit elsewhere does
+        ix.close()
+        assert before - set(os.listdir(_generation(vault)))  # old segment files deleted
+        parsed = engine.Query(words=("stripe", "webhook"))
+        hits = s.search(parsed, limit=20)
+        assert hits and all(h.fields["path"] for h in hits)

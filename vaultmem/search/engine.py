@@ -371,7 +371,9 @@ class Searcher:
                 weighting = scoring.BM25F(
                     B=BM25_B, K1=BM25_K1, title_B=0.3, heading_B=0.3, tags_B=0.3
                 )
-                return ix, ix.searcher(weighting=weighting)
+                searcher = ix.searcher(weighting=weighting)
+                _open_columns(searcher)
+                return ix, searcher
             except index_errors() as exc:
                 last = exc
                 time.sleep(0.02 * (attempt + 1))
@@ -609,6 +611,31 @@ class Searcher:
             except skip:  # a leaf on a field this index lacks contributes nothing
                 continue
         return tuple(sorted(out, key=lambda x: -x[1]))
+
+
+def _open_columns(searcher: Any) -> None:
+    """Open every segment's stored-fields and field-length files now.
+
+    Segments are separate files (not compound), and whoosh opens a column's file on its first
+    use: a refresh in another process that merges segments deletes the old ones' files, and a
+    searcher opened before would then find its stored fields gone. An open file outlives its
+    deletion, so they are all opened here; one already gone raises FileNotFoundError, which
+    `_open` answers by reading the new table of contents.
+    """
+    _whoosh()
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, STORED_COLUMN, _lenfield
+
+    names = searcher.schema.scorable_names()
+    for sub, _offset in searcher.leaf_searchers():
+        perdoc = getattr(sub.reader(), "_perdoc", None)
+        cached = getattr(perdoc, "_cached_reader", None)
+        if cached is None:  # not a whoosh3 segment: nothing opened lazily that we know of
+            continue
+        if sub.reader().doc_count_all() and cached("_stored", STORED_COLUMN) is None:
+            raise FileNotFoundError("a segment's stored fields were deleted by a merge")
+        for name in names:
+            if cached(_lenfield(name), LENGTHS_COLUMN) is None and perdoc.field_length(name):
+                raise FileNotFoundError("a segment's field lengths were deleted by a merge")
 
 
 _OPEN: dict[str, tuple[str, Searcher]] = {}

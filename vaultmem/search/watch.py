@@ -172,8 +172,11 @@ class Warm:
         self._barrier_file = vault.state("locks") / f"warm-{os.getpid()}-{id(self)}"
         self._handler.barrier = str(self._barrier_file)
         self._observer = Observer()
-        self._observer.schedule(self._handler, str(vault.root), recursive=True)
-        self._observer.start()
+        try:
+            self._observer.schedule(self._handler, str(vault.root), recursive=True)
+            self._observer.start()
+        except OSError:  # out of inotify watches: every recall walks, as a plain one does
+            self._observer = Observer()
         self._synced = False  # True once a refresh has seen everything up to the last drain
 
     def recall(self, query: str, **kw: Any) -> Any:
@@ -209,8 +212,9 @@ class Warm:
         self._synced = False
 
     def close(self) -> None:
-        self._observer.stop()
-        self._observer.join(timeout=5)
+        if self._observer.is_alive():
+            self._observer.stop()
+            self._observer.join(timeout=5)
         self._barrier_file.unlink(missing_ok=True)
 
     def __enter__(self) -> Warm:
