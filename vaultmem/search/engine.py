@@ -627,7 +627,7 @@ def _open_columns(searcher: Any) -> None:
 
     names = searcher.schema.scorable_names()
     for sub, _offset in searcher.leaf_searchers():
-        perdoc = getattr(sub.reader(), "_perdoc", None)
+        perdoc: Any = getattr(sub.reader(), "_perdoc", None)
         cached = getattr(perdoc, "_cached_reader", None)
         if cached is None:  # not a whoosh3 segment: nothing opened lazily that we know of
             continue
