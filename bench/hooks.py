@@ -17,7 +17,11 @@ Tokens: a busy five-agent log (the four others write 0-3 entries each between tw
 turns); for each of ella's prompts, the tokens the hook adds to the turn (chars / 4, as the read
 budget counts them), and how many turns get nothing added.
 
-    python bench/hooks.py [--runs 20] [--turns 60]
+    python bench/hooks.py [--runs 20] [--turns 60] [--notes 10000]
+
+`--notes N` adds N synthetic notes (bench/synth_vault.py, under `synth/`) and indexes them
+first, so the prompt hook's recall gate is measured at that vault size (its cost should not
+grow with it: it reads `.vaultmem/index/names.json`, not the manifest).
 
 Run from a venv with vaultmem installed; PYTHONDONTWRITEBYTECODE is removed from the
 children's environment and everything is byte-compiled first.
@@ -89,8 +93,28 @@ def append_many(vault: Path, agents: list[str], count: int, rng: random.Random) 
         )
 
 
-def timings(runs: int) -> list[tuple[str, float, float]]:
+def add_notes(vault: Path, notes: int) -> None:
+    """N synthetic notes under synth/, indexed."""
+    import shutil
+    import tempfile
+
+    from synth_vault import generate
+
+    from vaultmem.core.vault import Vault
+    from vaultmem.search import refresh
+
+    with tempfile.TemporaryDirectory() as tmp:
+        generate(Path(tmp), notes)
+        for folder in Path(tmp).iterdir():
+            if folder.is_dir():
+                shutil.move(str(folder), str(vault / "synth" / folder.name))
+    refresh.refresh(Vault.open(vault), wait=None)
+
+
+def timings(runs: int, notes: int = 0) -> list[tuple[str, float, float]]:
     vault, env = scratch_vault()
+    if notes:
+        add_notes(vault, notes)
     rng = random.Random(7)
     append_many(vault, ["lyra", "ella"], 200, rng)  # a log with some history
     base = {"session_id": "bench", "cwd": str(vault), "hook_event_name": "UserPromptSubmit"}
@@ -216,9 +240,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--notes", type=int, default=0, help="synthetic notes to add first")
     args = parser.parse_args()
     precompile()
-    results = timings(args.runs)
+    results = timings(args.runs, args.notes)
     print(f"{'command':34} {'median':>9} {'x python -c pass':>17}")
     for name, ms, ratio in results:
         print(f"{name:34} {ms:7.1f}ms {ratio:16.1f}x")

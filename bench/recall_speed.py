@@ -1,22 +1,31 @@
-"""Recall speed on synthetic vaults: build, refresh, cold process and warm query, in one run.
+"""Recall speed on synthetic vaults: the rows of issue 23's table, at each size asked for.
 
-    python bench/recall_speed.py [--sizes 1000 10000] [--runs 11] [--work DIR]
+    python bench/recall_speed.py [--sizes 10000] [--runs 7] [--work DIR]
+    python bench/recall_speed.py --sizes 10000 50000 --work /tmp/rs   # 50k: building takes minutes
 
-For each size: generates a vault (bench/synth_vault.py), then measures
-- full build (library `refresh.refresh(rebuild=True)`, one run) and the index size on disk;
-- refresh with nothing changed, and right after one edited note (library, medians);
-- `vaultmem recall` as a whole process (cold), unchanged and right after one edited note;
-- a warm `recall()` inside one process (freshness walk included) and the bare search;
-and prints medians in ms and as ratios to a bare `python -c pass` measured in the same run.
-Byte-compiles first and runs subprocesses without PYTHONDONTWRITEBYTECODE.
+For each size: generates a vault (bench/synth_vault.py, keyword mode), then prints, as CPU time
+(user + sys of the process, from wait4) and as a ratio to F = this venv's `python -c pass`:
+
+- `hook prompt`, nothing new (the quick path's recall gate at this vault size);
+- `vaultmem recall` cold (a whole process), and its peak RSS;
+- the full index build (`vaultmem index --rebuild`, one run): CPU and peak RSS;
+- a warm `recall()` in one process, nothing changed: the plain library call (it walks the
+  vault) and `search.watch.Warm` (an in-process watcher, what a long-lived server holds);
+- a warm recall right after an `append` (Warm).
+
+Whole-process rows are paired and interleaved (F, command, F, command, ...): each ratio is the
+command's CPU over the F run just before it, and the median of those ratios is printed, so a
+shared machine's changing load cancels out. In-process rows are medians of wall times. The load
+(`os.getloadavg`) is printed with each size. Byte-compiles first and runs the children without
+PYTHONDONTWRITEBYTECODE; VAULTMEM_HOME is a temp folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -24,47 +33,49 @@ import tempfile
 import time
 from pathlib import Path
 
-from vaultmem.search import engine, refresh
-
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from synth_vault import generate  # noqa: E402
 
-
-def _queries() -> list[str]:
-    """Content-word queries: two or three mid-frequency words of the synthetic vocabulary
-    (its most frequent words, like "the" in English, are not what people search for)."""
-    import random
-
-    from synth_vault import vocabulary
-
-    vocab = vocabulary(random.Random(7))
-    rng = random.Random(1)
-    return [" ".join(rng.sample(vocab[100:3000], rng.randint(2, 3))) for _ in range(8)]
+QUERIES = ["kavo lomi", "rasu tevo", "mira kalo pite", "vone suda", "lika maro"]
+QUIET_PROMPT = "ok, go ahead with the plan"
 
 
-QUERIES = _queries()
+def run(args: list[str], env: dict[str, str], stdin: str = "") -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MB) of one whole process."""
+    proc = subprocess.Popen(
+        args, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.write(stdin.encode())
+    proc.stdin.close()
+    err = proc.stderr.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{args} failed: {err.decode()[-400:]}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-TRIVIAL_TYPER = """
-from typing import Annotated
-import typer
-app = typer.Typer()
-@app.command()
-def recall(query: str, limit: Annotated[int, typer.Option()] = 10, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    print(query, limit)
-app()
-"""
-WHOOSH_FLOOR = """
-import sys
-from whoosh import index, query, scoring
-ix = index.open_dir(sys.argv[1])
-with ix.searcher(weighting=scoring.BM25F()) as s:
-    words = sys.argv[2].split()
-    hits = s.search(query.Or([query.Term("body", w) for w in words]), limit=10)
-    print([h["path"] for h in hits])
-"""
+def paired(args: list[str], env: dict[str, str], runs: int, stdin: str = "") -> dict[str, float]:
+    floor = [sys.executable, "-c", "pass"]
+    run(floor, env)
+    run(args, env, stdin)  # warm-up: OS cache
+    cpus, ratios, rss, fs = [], [], [], []
+    for _ in range(runs):
+        f, _ = run(floor, env)
+        cpu, mb = run(args, env, stdin)
+        cpus.append(cpu)
+        fs.append(f)
+        ratios.append(cpu / f if f else 0.0)
+        rss.append(mb)
+    return {
+        "ms": statistics.median(cpus) * 1000,
+        "ratio": statistics.median(ratios),
+        "rss": statistics.median(rss),
+        "f_ms": statistics.median(fs) * 1000,
+    }
 
 
 def median_ms(fn: object, runs: int) -> float:
@@ -76,112 +87,97 @@ def median_ms(fn: object, runs: int) -> float:
     return statistics.median(times) * 1000
 
 
-def proc(args: list[str], env: dict[str, str]) -> None:
-    subprocess.run(args, env=env, check=True, stdout=subprocess.DEVNULL)
-
-
-def du(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def touch_note(vault: Path, n: int) -> None:
-    note = next(iter(sorted((vault / "daily").glob("*.md"))))
-    with note.open("a", encoding="utf-8") as fh:
-        fh.write(f"\nEdited {n} with zanzibar.\n")
-
-
-def bench_size(size: int, work: Path, runs: int, env: dict[str, str], base: float) -> None:
+def prepare_hook(vault_dir: Path, env: dict[str, str]) -> None:
+    """A signed log entry and ella's read cursor: `hook prompt` then has nothing new."""
     from vaultmem.core.vault import Vault
+    from vaultmem.nexus import signing
+    from vaultmem.nexus.log import append
+
+    v = Vault.open(vault_dir)
+    if signing.signer_for(v, "ella") is None:
+        signing.create_key(v, "ella")
+    append(v, "ella", "bench: started", channel="ops")
+    payload = {"session_id": "bench", "hook_event_name": "SessionStart", "source": "startup"}
+    vaultmem = str(Path(sys.executable).parent / "vaultmem")
+    hook = [vaultmem, "hook", "session-start", "--vault", str(vault_dir), "--agent", "ella"]
+    run(hook, env, json.dumps(payload))
+
+
+def bench_size(size: int, work: Path, runs: int, env: dict[str, str]) -> None:
+    from vaultmem.core.vault import Vault
+    from vaultmem.nexus.log import append
     from vaultmem.search.query import recall
+    from vaultmem.search.watch import Warm
 
     vault_dir = work / f"vault-{size}"
     if not (vault_dir / "vaultmem.toml").exists():
         t0 = time.perf_counter()
         generate(vault_dir, size)
         print(f"  generated {size} notes in {time.perf_counter() - t0:.1f}s", flush=True)
-    vault = Vault.open(vault_dir)
-    t0 = time.perf_counter()
-    fresh = refresh.refresh(vault, wait=None, rebuild=True)
-    build = time.perf_counter() - t0
-    size_mb = du(vault_dir / ".vaultmem" / "index") / 1e6
-    print(f"  full build: {build:.1f}s for {fresh.files} files; index {size_mb:.1f} MB", flush=True)
+    vaultmem = str(Path(sys.executable).parent / "vaultmem")
+    f_build, _ = run([sys.executable, "-c", "pass"], env)
+    build_cpu, build_rss = run([vaultmem, "index", "--rebuild", "--vault", str(vault_dir)], env)
+    prepare_hook(vault_dir, env)
+    load = "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
-    unchanged = median_ms(lambda: refresh.refresh(vault), runs)
-    counter = iter(range(10**6))
+    def row(label: str, ms: float, ratio: float | None, extra: str = "") -> None:
+        r = f"{ratio:6.1f}x F" if ratio is not None else " " * 8
+        print(f"  {label:44s} {ms:9.1f} ms  {r}  {extra}", flush=True)
 
-    def edited() -> None:
-        touch_note(vault_dir, next(counter))
-        refresh.refresh(vault)
-
-    after_edit = median_ms(edited, runs)
-
-    py = sys.executable
-    cold_args = [py, "-m", "vaultmem", "recall", QUERIES[0], "--vault", str(vault_dir), "--json"]
-    proc(cold_args, env)  # warm the OS cache
-    cold = median_ms(lambda: proc(cold_args, env), runs)
-    import json
-
-    gen = json.loads((vault_dir / ".vaultmem/index/manifest.json").read_text())["generation"]
-    floor_script = work / "whoosh_floor.py"
-    floor_script.write_text(WHOOSH_FLOOR)
-    gen_dir = str(vault_dir / ".vaultmem/index" / gen)
-    whoosh_floor = median_ms(lambda: proc([py, str(floor_script), gen_dir, QUERIES[0]], env), runs)
-
-    def cold_edited() -> None:
-        touch_note(vault_dir, next(counter))
-        proc(cold_args, env)
-
-    cold_after_edit = median_ms(cold_edited, runs)
-    # with `vaultmem watch` running, recall trusts its heartbeat instead of walking the vault
-    watcher = subprocess.Popen(
-        [py, "-m", "vaultmem", "watch", "--vault", str(vault_dir), "--json"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert watcher.stdout is not None
-    watcher.stdout.readline()  # its first refresh is done
-    time.sleep(1.5)  # and its first heartbeat written
-    cold_watched = median_ms(lambda: proc(cold_args, env), runs)
-    warm_watched = median_ms(lambda: recall(vault, QUERIES[0]), runs * 3)
-    watcher.send_signal(signal.SIGTERM)  # SIGINT is ignored in background jobs
-    watcher.wait(30)
-    qi = iter(range(10**6))
-    warm = median_ms(lambda: recall(vault, QUERIES[next(qi) % len(QUERIES)]), runs * 3)
-    with engine.Searcher(vault) as s:
-        from vaultmem.search.query import _search, parse_query
-
-        parsed = [parse_query(q) for q in QUERIES]
-        bare = median_ms(
-            lambda: _search(s, parsed[next(qi) % len(parsed)], limit=10, explain=False), runs * 3
-        )
-
-    def row(label: str, ms: float, goal: str = "") -> None:
-        print(f"  {label:42s} {ms:9.1f} ms  {ms / base:6.1f}x pass  {goal}", flush=True)
-
-    row("refresh, nothing changed (library)", unchanged)
-    row("refresh after one edited note (library)", after_edit)
-    row("floor: bare whoosh open + search process", whoosh_floor)
-    row("cold `vaultmem recall --json` process", cold, "goal <= 22x")
+    print(f"  ({load}; F = python -c pass)", flush=True)
+    hook_args = [vaultmem, "hook", "prompt", "--vault", str(vault_dir), "--agent", "ella"]
+    quiet = json.dumps({"session_id": "bench", "prompt": QUIET_PROMPT})
+    h = paired(hook_args, env, runs, quiet)
+    row("hook prompt, nothing new (CPU)", h["ms"], h["ratio"], "goal <= 3x F")
+    cold_args = [vaultmem, "recall", QUERIES[0], "--vault", str(vault_dir), "--json"]
+    c = paired(cold_args, env, runs)
+    goal = "goal <= 12x F" if size <= 10000 else "goal <= 20x F, <= 80 MB"
+    row("recall cold (CPU)", c["ms"], c["ratio"], f"peak RSS {c['rss']:.0f} MB; {goal}")
     row(
-        "cold recall after one edited note",
-        cold_after_edit,
-        f"(+{cold_after_edit - cold:.0f} ms; goal <= +150)",
+        "index build (CPU, one run)",
+        build_cpu * 1000,
+        build_cpu / f_build if f_build else None,
+        f"peak RSS {build_rss:.0f} MB; goal 10k <= 8.1 s, 50k <= 60 s, <= 300 MB",
     )
-    row("cold recall while `vaultmem watch` runs", cold_watched)
-    row("warm recall() incl. freshness walk", warm, "goal <= 20 ms")
-    row("warm recall() while `vaultmem watch` runs", warm_watched)
-    row("warm search only (open searcher)", bare)
+    print(f"  (F median {c['f_ms']:.1f} ms CPU)", flush=True)
+
+    vault = Vault.open(vault_dir)
+    qi = iter(range(10**6))
+    recall(vault, QUERIES[0])
+    plain = median_ms(lambda: recall(vault, QUERIES[next(qi) % len(QUERIES)]), runs * 3)
+    row("warm recall(), library, nothing changed", plain, None, "(walks the vault each call)")
+    with Warm(vault) as warm:
+        warm.recall(QUERIES[0])
+        for q in QUERIES:
+            warm.recall(q)
+        same = median_ms(lambda: warm.recall(QUERIES[0]), runs * 3)
+        other = median_ms(lambda: warm.recall(QUERIES[next(qi) % len(QUERIES)]), runs * 3)
+        row("warm Warm.recall(), nothing changed", same, None, "goal <= 5 ms (same query)")
+        row("warm Warm.recall(), nothing changed", other, None, "(a different query each time)")
+        counter = iter(range(10**6))
+        times = []
+        for _ in range(runs):
+            append(vault, "ella", f"bench entry {next(counter)}", channel="ops")
+            t0 = time.perf_counter()
+            found = warm.recall(QUERIES[1])
+            times.append(time.perf_counter() - t0)
+            assert found.index.refreshed == 1, found.index
+        row("Warm.recall() right after an append", statistics.median(times) * 1000, None,
+            "goal <= 10 ms")  # fmt: skip
+    index = vault_dir / ".vaultmem" / "index"
+    size_mb = sum(p.stat().st_size for p in index.rglob("*") if p.is_file()) / 1e6
+    print(f"  index on disk: {size_mb:.1f} MB", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10000])
+    ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--work", type=Path, default=None, help="keep vaults here (reused if present)")
     args = ap.parse_args()
 
+    home = tempfile.mkdtemp(prefix="vaultmem-bench-home-")
+    os.environ["VAULTMEM_HOME"] = home
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.pop("VAULTMEM_VAULT", None)
     import vaultmem
@@ -194,23 +190,11 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    base = median_ms(lambda: proc([sys.executable, "-c", "pass"], env), args.runs)
-    print(f"python -c pass: {base:.1f} ms (median of {args.runs})", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        app = Path(tmp) / "trivial_typer.py"
-        app.write_text(TRIVIAL_TYPER)
-        typer_floor = median_ms(
-            lambda: proc([sys.executable, str(app), "q", "--limit", "3"], env), args.runs
-        )
-    print(
-        f"floor: trivial typer app (1 argument, 2 options): {typer_floor:.1f} ms = {typer_floor / base:.1f}x pass",
-        flush=True,
-    )
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         for size in args.sizes:
             print(f"{size} notes:", flush=True)
-            bench_size(size, work, args.runs, env, base)
+            bench_size(size, work, args.runs, env)
 
 
 if __name__ == "__main__":

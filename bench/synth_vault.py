@@ -131,7 +131,10 @@ def generate(out: Path, notes: int, seed: int = 7) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "vaultmem.toml").write_text(
         f"agents = [{', '.join(repr(a).replace(chr(39), chr(34)) for a in AGENTS)}]\n"
-        'language = "en"\n',
+        'language = "en"\n'
+        # these benches measure the keyword index: with the semantic extra installed, "auto"
+        # would embed every note first
+        '\n[recall]\nmode = "keyword"\n',
         encoding="utf-8",
     )
     for n in range(notes):

@@ -375,3 +375,84 @@ def test_a_log_bigger_than_max_file_bytes_is_indexed_to_its_newest_entry(vault: 
     assert (vault / "nexus/live-context.md").stat().st_size > 4 * 1024
     assert _paths(vault, "pangolin") == ["nexus/live-context.md"]
     assert "nexus/live-context.md" not in _problems(vault)
+
+
+# --- what opening the index costs ----------------------------------------------------------
+
+
+def test_whoosh_is_imported_without_urllib_asyncio_or_the_english_tables(vault: Path) -> None:
+    """engine._whoosh keeps three unused imports out of a recall, and its stand-ins out of the
+    process: a later `import urllib.request` is the real one, Variations still works."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vaultmem.core.vault import Vault\n"
+        "from vaultmem.search.query import recall\n"
+        "assert recall(Vault.open(sys.argv[1]), 'stripe webhook').hits\n"
+        "unused = ('urllib.request', 'asyncio', 'cached_property', 'whoosh.lang.morph_en')\n"
+        "assert not [m for m in unused if m in sys.modules], [m for m in unused if m in sys.modules]\n"
+        "import urllib.request, cached_property\n"
+        "assert urllib.request.Request and urllib.request.urlopen\n"
+        "assert cached_property.cached_property.__module__ == 'cached_property'\n"
+        "from whoosh.query import Variations\n"
+        "from whoosh.lang.morph_en import variations\n"
+        "assert 'walls' in variations('wall')\n"
+        "from vaultmem.search import engine\n"
+        "with engine.Searcher(Vault.open(sys.argv[1])) as s:\n"
+        "    assert list(Variations('body', 'webhook').docs(s.searcher))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code, str(vault)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+
+
+def test_segments_are_written_as_separate_files(vault: Path) -> None:
+    """Not compound: a compound segment is copied whole into memory by every searcher."""
+    refresh.refresh(_v(vault), wait=None, rebuild=True)
+    _write(vault, "wiki/new.md", "# New\nA new note about webhooks.\n")
+    refresh.refresh(_v(vault))
+    names = [p.name for p in _generation(vault).iterdir()]
+    assert names and not [n for n in names if n.endswith(".seg")], names
+    assert "wiki/new.md" in _paths(vault, "new webhooks")
+
+
+def test_the_manifest_is_parsed_once_per_process_and_never_served_stale(vault: Path) -> None:
+    v = _v(vault)
+    refresh.refresh(v)
+    path = manifest.index_dir(v) / manifest.MANIFEST
+    os.utime(path, ns=(1, 1))  # settled: old enough to be kept
+    first = manifest.load_manifest(v)
+    assert first is not None and manifest._LOADED[str(path)][1].files == first.files
+    first.files.clear()  # a caller's edits never reach the next reader
+    second = manifest.load_manifest(v)
+    assert second is not None and second.files and second is not first
+    # a refresh that writes a new manifest: the next load has the new file
+    _write(vault, "wiki/later.md", "# Later\nText.\n")
+    refresh.refresh(v)
+    assert "wiki/later.md" in (manifest.load_manifest(v) or first).files
+    # replaced by something this machine did not seal: none, as without the cache
+    data = json.loads(path.read_bytes())["data"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert manifest.load_manifest(v) is None
+
+
+def test_a_searcher_outlives_a_merge_that_deletes_its_segments(vault: Path) -> None:
+    """Another process's refresh may merge the segments an open searcher reads and delete
+    their files: the searcher opened every file it needs up front."""
+    v = _v(vault)
+    refresh.refresh(v, wait=None, rebuild=True)
+    _write(vault, "wiki/second.md", "# Second\nA second segment about webhooks.\n")
+    refresh.refresh(v)
+    m = manifest.load_manifest(v)
+    assert m is not None
+    before = set(os.listdir(_generation(vault)))
+    with engine.Searcher(v) as s:
+        assert len(list(s.searcher.leaf_searchers())) > 1
+        ix = engine.open_generation(v, m)
+        ix.writer().commit(optimize=True)  # what a merging commit elsewhere does
+        ix.close()
+        assert before - set(os.listdir(_generation(vault)))  # old segment files deleted
+        parsed = engine.Query(words=("stripe", "webhook"))
+        hits = s.search(parsed, limit=20)
+        assert hits and all(h.fields["path"] for h in hits)

@@ -24,7 +24,7 @@ from vaultmem.app.pack import build, receipts
 from vaultmem.core import seal
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import coord, entry, log, verify
-from vaultmem.search import manifest, query, refresh
+from vaultmem.search import manifest, query, refresh, vocab
 
 
 @pytest.fixture
@@ -130,6 +130,10 @@ def test_a_planted_manifest_does_not_gate_the_prompt_hook(vault: Path) -> None:
     data = _unsealed(path)
     data["files"]["paths"] = ["wiki/Nothing.md"]
     _plant(path, data)
+    # the gate reads the note-name filter; planted, it counts as none (and so does the
+    # manifest it would fall back on)
+    names = manifest.index_dir(v) / vocab.NAMES
+    _plant(names, vocab.build(["wiki/Nothing.md"]))
     assert not quick.names_something(root, "ella", "when does payroll run")
     # a real recall then rebuilds, and says why
     found = query.recall(v, "payroll")

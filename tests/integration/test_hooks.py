@@ -346,8 +346,9 @@ def test_session_end_retains_in_the_background_with_a_key(
 
 
 def test_nothing_new_is_decided_without_loading_vaultmem(vault: Path, tmp_path: Path) -> None:
-    """The prompt hook runs on every turn: with nothing new it loads three small modules (the
-    seal check of its cursor: `os`, `json` and the built-in `_blake2`)."""
+    """The prompt hook runs on every turn: with nothing new it loads a few small modules (the
+    seal check of its cursor: `os`, `json` and the built-in `_blake2`; the prompt's words:
+    `search/vocab.py`, `re` and `binascii`)."""
     hook("session-start", fixture("session-start-startup", tmp_path), vault)
     probe = (
         "import sys, io\n"
@@ -364,7 +365,8 @@ def test_nothing_new_is_decided_without_loading_vaultmem(vault: Path, tmp_path: 
     assert (
         proc.stdout.strip()
         == "['vaultmem.app', 'vaultmem.app.hooks', 'vaultmem.app.hooks.quick', 'vaultmem.cli',"
-        " 'vaultmem.cli.main', 'vaultmem.core', 'vaultmem.core.names', 'vaultmem.core.seal'] []"
+        " 'vaultmem.cli.main', 'vaultmem.core', 'vaultmem.core.names', 'vaultmem.core.seal',"
+        " 'vaultmem.search', 'vaultmem.search.vocab'] []"
     )
 
 

@@ -185,3 +185,47 @@ def test_watch_command_exits_cleanly_on_ctrl_c_or_sigterm(vault: Path, sig: int)
             proc.kill()
             proc.wait()
     assert not (vault / ".vaultmem" / "index" / "heartbeat.json").exists()
+
+
+# --- Warm: one long-lived process, an in-process watcher -------------------------------------
+
+
+def test_warm_recall_skips_the_walk_and_still_sees_every_change(vault: Path) -> None:
+    from vaultmem.search.watch import Warm
+
+    with Warm(Vault.open(vault)) as warm:
+        first = warm.recall("stripe webhook")
+        assert first.hits and first.index.checked_by == "walk"
+        again = warm.recall("stripe webhook")
+        assert again.index.checked_by == "watcher" and again.index.refreshed == 0
+        # a new note, then an in-place edit (no rename: the folder's mtime stays), asked for
+        # right after the write returns
+        note = vault / "wiki" / "warm-new.md"
+        note.write_text("# Warm\nThe zanzibarq note.\n", encoding="utf-8")
+        assert [h.path for h in warm.recall("zanzibarq").hits] == ["wiki/warm-new.md"]
+        with note.open("a", encoding="utf-8") as fh:
+            fh.write("Now also quokkaq.\n")
+        found = warm.recall("quokkaq")
+        assert [h.path for h in found.hits] == ["wiki/warm-new.md"]
+        assert found.index.refreshed == 1 and found.index.files == first.index.files + 1
+        # a folder renamed: every note in it moves
+        (vault / "wiki").rename(vault / "pages")
+        moved = warm.recall("zanzibarq")
+        assert [h.path for h in moved.hits] == ["pages/warm-new.md"]
+        (vault / "pages" / "warm-new.md").unlink()
+        assert warm.recall("zanzibarq").hits == ()
+        assert warm.recall("zanzibarq").index.checked_by == "watcher"
+
+
+def test_warm_recall_after_an_append_indexes_only_the_new_entry(vault: Path) -> None:
+    from tests._layer3_helpers import make_keys
+    from vaultmem.nexus.log import append
+    from vaultmem.search.watch import Warm
+
+    v = make_keys(vault)
+    with Warm(v) as warm:
+        warm.recall("stripe webhook")
+        append(v, "ella", "Rotated the flamingoz credentials", channel="ops")
+        found = warm.recall("flamingoz")
+        assert [h.path for h in found.hits] == ["nexus/live-context.md"]
+        assert found.index.refreshed == 1 and not found.index.rebuilt

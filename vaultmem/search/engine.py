@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -118,6 +119,53 @@ QUERY_STOP = frozenset(
 )
 
 
+def _whoosh() -> None:
+    """Import whoosh's core once, without three imports it makes but vaultmem never uses.
+
+    `whoosh.compat` imports `urllib.request` (for one `urlretrieve` nothing calls: http.client,
+    email, ssl), `whoosh.reading` the `cached_property` package (which imports asyncio for
+    coroutine support) and `whoosh.query.terms` the English morphology tables (for the
+    `Variations` query): together about half of whoosh's import time. Stand-ins are put in
+    `sys.modules` only while whoosh imports and taken out right after, so nothing else in the
+    process ever sees them: a later `import urllib.request` gets the real module.
+    """
+    if "whoosh.query.terms" in sys.modules:
+        return
+    import functools
+    import types
+
+    def unused(*_a: object, **_k: object) -> None:
+        raise RuntimeError("not available inside vaultmem's whoosh import")
+
+    stubs: dict[str, types.ModuleType] = {}
+    for name, attrs in (
+        ("urllib.request", {"urlretrieve": unused}),
+        ("cached_property", {"cached_property": functools.cached_property}),
+        ("whoosh.lang.morph_en", {"variations": unused}),
+    ):
+        if name not in sys.modules:
+            stub = types.ModuleType(name, "vaultmem: stand-in while whoosh imports")
+            stub.__dict__.update(attrs)
+            stubs[name] = stub
+    sys.modules.update(stubs)
+    try:
+        import whoosh.compat
+        import whoosh.query.terms
+        import whoosh.reading
+    finally:
+        for name, stub in stubs.items():
+            if sys.modules.get(name) is stub:
+                del sys.modules[name]
+    if "whoosh.lang.morph_en" in stubs:
+        # the Variations query still works: the real tables load on its first use
+        def variations(word: str) -> Any:
+            from whoosh.lang.morph_en import variations as real
+
+            return real(word)
+
+        whoosh.query.terms.variations = variations
+
+
 def index_errors() -> tuple[type[BaseException], ...]:
     """What a damaged, half-written or swapped-away index raises when opened or read.
 
@@ -128,6 +176,7 @@ def index_errors() -> tuple[type[BaseException], ...]:
     import struct
     import zlib
 
+    _whoosh()
     from whoosh.index import IndexError as WhooshIndexError
 
     return (
@@ -149,6 +198,7 @@ def analyzer(language: str) -> Any:
     Folding after stemming lets the stemmer see the real word (Italian stems depend on
     accents); folding at all makes `perche` find `perché`.
     """
+    _whoosh()
     from whoosh.analysis import (
         CharsetFilter,
         LowercaseFilter,
@@ -175,6 +225,7 @@ def analyzer(language: str) -> Any:
 
 
 def schema(language: str) -> Any:
+    _whoosh()
     from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 
     ana = analyzer(language)
@@ -234,17 +285,21 @@ def open_generation(vault: Vault, manifest: Manifest) -> Any:
         raise UnprovenIndex(
             f"index generation {manifest.generation} does not match what this machine wrote"
         )
+    _whoosh()
     from whoosh.index import open_dir
 
     return open_dir(str(index_dir(vault) / manifest.generation))
 
 
 def open_writer(ix: Any, *, bulk: bool) -> Any:
-    # limitmb=512 was the fastest setting measured for a full build; small refreshes need little
-    return ix.writer(limitmb=512 if bulk else 64, procs=1)
+    # limitmb bounds whoosh's posting pool before it spills a sorted run to disk: a full build
+    # streams at a bounded size (512 held 660 MB RSS at 10,000 notes); small refreshes need
+    # little. Not compound: see test_segments_are_written_as_separate_files.
+    return ix.writer(limitmb=128 if bulk else 32, procs=1, compound=False)
 
 
 def new_generation(vault: Vault, language: str) -> tuple[Any, str]:
+    _whoosh()
     from whoosh.index import create_in
 
     generation = f"g-{secrets.token_hex(4)}"
@@ -300,6 +355,7 @@ class Searcher:
         self._sets: dict[str, frozenset[int]] = {}
 
     def _open(self) -> tuple[Any, Any]:
+        _whoosh()
         from whoosh import scoring
 
         last: BaseException | None = None
@@ -315,7 +371,9 @@ class Searcher:
                 weighting = scoring.BM25F(
                     B=BM25_B, K1=BM25_K1, title_B=0.3, heading_B=0.3, tags_B=0.3
                 )
-                return ix, ix.searcher(weighting=weighting)
+                searcher = ix.searcher(weighting=weighting)
+                _open_columns(searcher)
+                return ix, searcher
             except index_errors() as exc:
                 last = exc
                 time.sleep(0.02 * (attempt + 1))
@@ -359,6 +417,7 @@ class Searcher:
         return main, flt, mask, leaves
 
     def _parts(self, q: Query) -> tuple[Any, Any, Any, list[Any], list[Any]]:
+        _whoosh()
         from whoosh import query as wq
 
         scored: list[Any] = []
@@ -437,6 +496,7 @@ class Searcher:
 
     def _phrase(self, phrase: str) -> list[Any]:
         """A phrase in any text field (one word: that term)."""
+        _whoosh()
         from whoosh import query as wq
 
         words = self.terms(phrase)
@@ -446,6 +506,7 @@ class Searcher:
 
     def _soft(self, q: Query) -> list[frozenset[int]]:
         """Per soft phrase, the documents holding it (one index pass each)."""
+        _whoosh()
         from whoosh import query as wq
 
         # not kept in self._sets: a long-lived server sees endless different phrases
@@ -497,6 +558,7 @@ class Searcher:
         search does (kinds, agents' private folders, retracted facts, `under`, ...): the same
         filter and mask queries, evaluated once per open index and kept as sets of documents.
         """
+        _whoosh()
         from whoosh import query as wq
 
         if not scored or not self.searcher.doc_count():
@@ -549,6 +611,31 @@ class Searcher:
             except skip:  # a leaf on a field this index lacks contributes nothing
                 continue
         return tuple(sorted(out, key=lambda x: -x[1]))
+
+
+def _open_columns(searcher: Any) -> None:
+    """Open every segment's stored-fields and field-length files now.
+
+    Segments are separate files (not compound), and whoosh opens a column's file on its first
+    use: a refresh in another process that merges segments deletes the old ones' files, and a
+    searcher opened before would then find its stored fields gone. An open file outlives its
+    deletion, so they are all opened here; one already gone raises FileNotFoundError, which
+    `_open` answers by reading the new table of contents.
+    """
+    _whoosh()
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, STORED_COLUMN, _lenfield
+
+    names = searcher.schema.scorable_names()
+    for sub, _offset in searcher.leaf_searchers():
+        perdoc: Any = getattr(sub.reader(), "_perdoc", None)
+        cached = getattr(perdoc, "_cached_reader", None)
+        if cached is None:  # not a whoosh3 segment: nothing opened lazily that we know of
+            continue
+        if sub.reader().doc_count_all() and cached("_stored", STORED_COLUMN) is None:
+            raise FileNotFoundError("a segment's stored fields were deleted by a merge")
+        for name in names:
+            if cached(_lenfield(name), LENGTHS_COLUMN) is None and perdoc.field_length(name):
+                raise FileNotFoundError("a segment's field lengths were deleted by a merge")
 
 
 _OPEN: dict[str, tuple[str, Searcher]] = {}

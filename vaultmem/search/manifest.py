@@ -10,6 +10,7 @@ Layout under `.vaultmem/index/`:
 - `g-<hex>/`: one whoosh index ("generation"); see `vaultmem.search.engine`.
 - `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
 - `heartbeat.json`: written by `vaultmem watch` while it keeps the index current.
+- `names.json`: the words of the indexed note names, for the prompt hook (`search/vocab.py`).
 
 Whoosh reads its TOC and stored fields with `pickle`, so a generation is opened only when its
 provenance is proven: `manifest.json`, `problems.json` and `heartbeat.json` are sealed
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +32,10 @@ from typing import Any
 
 from vaultmem.core import seal
 from vaultmem.core.errors import NotWritableError
-from vaultmem.core.fsio import atomic_write
+from vaultmem.core.fsio import atomic_write, replace_cache
 from vaultmem.core.locking import lock_path
 from vaultmem.core.vault import Vault
+from vaultmem.search import vocab
 from vaultmem.search.documents import LogMark
 
 SCHEMA_VERSION = 10  # 9: how far each append-only log was indexed; 10: sealed, listing
@@ -48,6 +51,10 @@ PROBLEMS = "problems.json"
 
 
 HEARTBEAT = "heartbeat.json"
+
+
+# vaultmem's own sealed files in the index folder (everything else there is a generation)
+OWN_FILES = (MANIFEST, PROBLEMS, HEARTBEAT, vocab.NAMES)
 
 
 HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
@@ -123,10 +130,60 @@ def refresh_lock(vault: Vault) -> Path:
     return lock_path(vault, "index")
 
 
+# the last manifest each process read, by file: (its stat and seal key, the manifest)
+_LOADED: dict[str, tuple[tuple[int, int, int, bytes | None], Manifest]] = {}
+
+
+# a manifest file younger than this may be rewritten with the same size within one mtime tick
+# (and a freed inode reused): it is parsed again rather than taken from _LOADED
+_SETTLED_NS = 2_000_000_000
+
+
 def load_manifest(vault: Vault) -> Manifest | None:
-    """The manifest; None when there is none, or when this machine did not write it."""
+    """The manifest; None when there is none, or when this machine did not write it.
+
+    A long-lived process (the MCP server, an agent calling the library) parses the file once:
+    while its size, mtime and inode (and this machine's seal key) stay the same, a copy of the
+    manifest read before is returned (the file is replaced, never edited, by `save_manifest`).
+    """
+    path = index_dir(vault) / MANIFEST
     try:
-        raw = seal.read(index_dir(vault) / MANIFEST, create=True)
+        st = path.stat()
+    except OSError:
+        return None
+    key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
+    cached = _LOADED.get(str(path))
+    if cached is not None and cached[0] == key:
+        CURRENT[str(vault.root)] = cached[1].generation
+        return _copy(cached[1])
+    found = _parse(vault, path)
+    if found is not None and time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+        _LOADED[str(path)] = (key, _copy(found))
+    else:
+        _LOADED.pop(str(path), None)
+    return found
+
+
+def _copy(m: Manifest) -> Manifest:
+    """A manifest whose tables can be changed without changing `m` (a refresh edits them)."""
+    return Manifest(
+        generation=m.generation,
+        language=m.language,
+        refreshed_at=m.refreshed_at,
+        files=dict(m.files),
+        skipped=dict(m.skipped),
+        hashes=dict(m.hashes),
+        problems=dict(m.problems),
+        schema=m.schema,
+        sums=dict(m.sums),
+        logs=dict(m.logs),
+        listing=dict(m.listing),
+    )
+
+
+def _parse(vault: Vault, path: Path) -> Manifest | None:
+    try:
+        raw = seal.read(path, create=True)
         if raw.get("schema") != SCHEMA_VERSION:
             return None
         CURRENT[str(vault.root)] = str(raw["generation"])
@@ -194,15 +251,25 @@ def record_listing(vault: Vault, manifest: Manifest) -> None:
 def save_manifest(vault: Vault, manifest: Manifest) -> None:
     CURRENT[str(vault.root)] = manifest.generation
     folder = index_dir(vault)
-    sealed = seal.dumps(folder / MANIFEST, manifest.dump())
+    data = manifest.dump()
+    sealed = seal.dumps(folder / MANIFEST, data)
     if sealed is None:
         raise NotWritableError(
             f"cannot seal the index manifest: no secret in {seal.home()}",
             "check that VAULTMEM_HOME is writable",
         )
     atomic_write(folder / MANIFEST, sealed)
+    with contextlib.suppress(OSError):  # this process need not parse what it just wrote
+        st = (folder / MANIFEST).stat()
+        key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
+        _LOADED[str(folder / MANIFEST)] = (key, _copy(manifest))
+    # derived from the manifest and rewritten with it: no fsync (a torn one reads as absent)
     problems = [p.to_dict() for p in _manifest_problems(manifest)]
-    atomic_write(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
+    replace_cache(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
+    # the prompt hook's note-name words, rewritten only when the set of files changed
+    names = vocab.write(str(folder), data["files"]["paths"])
+    if names is not None:
+        replace_cache(folder / vocab.NAMES, names)
 
 
 def _manifest_problems(manifest: Manifest) -> list[FileProblem]:
@@ -266,6 +333,35 @@ def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str,
                 except OSError:  # vanished between listing and stat
                     continue
     return files, skipped
+
+
+# an event on a folder (or one the watcher could not place): only a walk can say what moved
+FULL_WALK = "/"
+
+
+def walk_changed(
+    vault: Vault, manifest: Manifest, changed: frozenset[str]
+) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]] | None:
+    """`walk`'s answer when an in-process watcher says only `changed` (vault-relative paths)
+    may differ from the manifest: one stat per changed path, the rest as the manifest has it.
+    None when only the whole walk can tell (a folder event, a link, something unreadable)."""
+    if FULL_WALK in changed:
+        return None
+    files = dict(manifest.files)
+    for rel in changed:
+        if not rel.lower().endswith(".md") or any(p[:1] == "." for p in rel.split("/")):
+            continue  # walk() never lists these either
+        try:
+            st = (vault.root / rel).lstat()
+        except FileNotFoundError:
+            files.pop(rel, None)
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):  # a link or a folder: walk() decides what it is
+            return None
+        files[rel] = (st.st_size, st.st_mtime_ns)
+    return files, dict(manifest.skipped)
 
 
 # --- the watcher's heartbeat ----------------------------------------------------------------

@@ -281,6 +281,7 @@ def recall(
     explain: bool = False,
     mode: str | None = None,
     progress: refresh.ProgressFn | None = None,
+    changed: frozenset[str] | None = None,  # from an in-process watcher (watch.Warm)
     **options: Any,
 ) -> RecallResult:
     """Ranked hits for `query`, after bringing the index up to date with the files.
@@ -309,7 +310,7 @@ def recall(
     waiting = None
     if auto and model is not None and not _embedded(vault, model):
         waiting, model = model, None  # embedded below only if the vault is small
-    fresh = refresh.refresh(vault, model=model, embed_progress=progress)
+    fresh = refresh.refresh(vault, model=model, embed_progress=progress, changed=changed)
     if waiting is not None:
         if fresh.files <= AUTO_EMBED_FILES:
             model = waiting

@@ -44,9 +44,7 @@ from vaultmem.search.engine import (
     open_writer,
 )
 from vaultmem.search.manifest import (
-    HEARTBEAT,
-    MANIFEST,
-    PROBLEMS,
+    OWN_FILES,
     Manifest,
     heartbeat_ok,
     index_dir,
@@ -57,6 +55,7 @@ from vaultmem.search.manifest import (
     save_manifest,
     unsealed,
     walk,
+    walk_changed,
 )
 from vaultmem.search.manifest import clear_heartbeat as clear_heartbeat  # for `watch`
 from vaultmem.search.manifest import write_heartbeat as write_heartbeat
@@ -112,14 +111,20 @@ class _Plan:
 
 
 def _plan(
-    vault: Vault, manifest: Manifest, current: dict[str, tuple[int, int]], skipped: Any
+    vault: Vault,
+    manifest: Manifest,
+    current: dict[str, tuple[int, int]],
+    skipped: Any,
+    only: frozenset[str] | None = None,  # the paths a watcher saw change: nothing else did
 ) -> _Plan:
+    rels = current if only is None else [r for r in only | manifest.hashes.keys() if r in current]
     changed = []
     settled = []
     touched: dict[str, tuple[int, int]] = {}
     limit_ns = time.time_ns() - RACY_NS
     max_bytes = vault.config.recall.max_file_bytes
-    for rel, (size, mtime) in current.items():
+    for rel in rels:
+        size, mtime = current[rel]
         known = manifest.files.get(rel)
         if known != (size, mtime):
             if known is not None and known[0] == size and rel in manifest.sums:
@@ -145,7 +150,8 @@ def _plan(
                 changed.append(rel)
             elif mtime < limit_ns:
                 settled.append(rel)
-    removed = [rel for rel in manifest.files if rel not in current]
+    removed = [r for r in (manifest.files if only is None else only) if r not in current]
+    removed = [r for r in removed if r in manifest.files]
     return _Plan(sorted(changed), sorted(removed), dict(skipped), current, settled, touched)
 
 
@@ -225,7 +231,7 @@ def _drop_other_generations(vault: Vault, keep: str) -> None:
     folder = index_dir(vault)
     with contextlib.suppress(OSError):
         for child in folder.iterdir():
-            if child.name in (keep, MANIFEST, PROBLEMS, HEARTBEAT):
+            if child.name == keep or child.name in OWN_FILES:
                 continue
             if child.is_dir() and not child.is_symlink():
                 shutil.rmtree(child, ignore_errors=True)
@@ -289,30 +295,10 @@ def _sync(
     return _Synced(report.embedded, report.warnings)
 
 
-def vectors_in_line(vault: Vault, manifest: Manifest, model: Model) -> bool:
-    """True when the embedding store was made by `model` from exactly the indexed files."""
+def _vectors_in_line(vault: Vault, manifest: Manifest, model: Model) -> bool:
     from vaultmem.search import vectors
 
-    try:
-        store = vectors.load_manifest(vault)
-    except ValueError:
-        return False
-    if store is None or store.model != model.fingerprint:
-        return False
-    key = (store.written_at, store.base, store.delta, manifest.generation, manifest.refreshed_at)
-    if _IN_LINE.get(str(vault.root)) == key:
-        return True
-    ok = len(store.files) == len(manifest.files) and all(
-        store.files.get(rel) == (size, mtime, manifest.hashes.get(rel, ""))
-        for rel, (size, mtime) in manifest.files.items()
-    )
-    if ok:
-        _IN_LINE[str(vault.root)] = key
-    return ok
-
-
-# the last store write found in line with an index manifest (generation, write time), per vault
-_IN_LINE: dict[str, tuple[float, str, str, str, float]] = {}
+    return vectors.in_line(vault, manifest, model)
 
 
 def _freshness(
@@ -383,8 +369,12 @@ def _refresh(
     trust_watcher: bool = True,
     model: Model | None = None,
     embed_progress: ProgressFn | None = None,
+    changed: frozenset[str] | None = None,
 ) -> Freshness:
     """Bring the index (and, given a `model`, the embedding store) up to date with the files.
+
+    `changed`: from an in-process watcher (`watch.Warm`), the only paths that may have
+    changed since this process's last refresh: they are stat'ed instead of the whole vault.
 
     `wait`: how long to wait for another process's refresh. 0 (what `recall` uses) means do
     not wait: search the last committed index and report `stale`. None waits for the
@@ -396,11 +386,12 @@ def _refresh(
     manifest = load_manifest(vault)
     if not rebuild and _usable(manifest, vault):
         assert manifest is not None
-        in_line = model is None or vectors_in_line(vault, manifest, model)
-        if trust_watcher and in_line and heartbeat_ok(vault):
+        in_line = model is None or _vectors_in_line(vault, manifest, model)
+        if in_line and (changed == frozenset() or (trust_watcher and heartbeat_ok(vault))):
             return _freshness(manifest, started, checked_by="watcher")
-        current, skipped = walk(vault)
-        plan = _plan(vault, manifest, current, skipped)
+        partial = changed and walk_changed(vault, manifest, changed)
+        current, skipped = partial or walk(vault)
+        plan = _plan(vault, manifest, current, skipped, changed if partial else None)
         if plan.empty(manifest) and in_line:
             return _freshness(manifest, started)
         if wait == 0.0:
@@ -422,8 +413,9 @@ def _refresh(
                 # the walk just made is as recent as one made now: do not stat everything twice
                 walked = (current, skipped)
                 return _refresh_locked(
-                    vault, started, progress, rebuild=False, walked=walked, semantic=semantic
-                )
+                    vault, started, progress, rebuild=False, walked=walked, semantic=semantic,
+                    changed=changed if partial else None,
+                )  # fmt: skip
             finally:
                 release(handle)
     timeout = vault.config.log.lock_timeout if wait is None or wait == 0.0 else wait
@@ -451,16 +443,21 @@ def _refresh_locked(
     rebuild: bool,
     walked: tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]] | None = None,
     semantic: _Semantic | None = None,
+    changed: frozenset[str] | None = None,
 ) -> Freshness:
-    # re-read under the lock: whoever held it may have done our work already
+    # re-read under the lock: whoever held it may have done our work already (and what the
+    # watcher saw is stat'ed again over the manifest now in force)
     manifest = load_manifest(vault)
+    if changed and manifest is not None:
+        walked = walk_changed(vault, manifest, changed)
+        changed = changed if walked else None
     warnings: tuple[str, ...] = ()
     if not rebuild and manifest is not None and manifest.language != vault.config.language:
         warnings = (f"vault language is now {vault.config.language}: index rebuilt",)
         rebuild = True
     if not rebuild and manifest is not None and _usable(manifest, vault):
         current, skipped = walked or walk(vault)
-        plan = _plan(vault, manifest, current, skipped)
+        plan = _plan(vault, manifest, current, skipped, changed if walked else None)
         if plan.empty(manifest):
             synced = _sync(vault, manifest, semantic)
             return _freshness(manifest, started, synced=synced)

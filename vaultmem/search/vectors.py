@@ -397,3 +397,27 @@ def _drop_unused(folder: Path, keep: set[str]) -> None:
 
 def forget(vault: Vault) -> None:
     _OPEN.pop(str(vault.root), None)
+
+
+def in_line(vault: Vault, manifest: Manifest, model: embedder.Model) -> bool:
+    """True when the embedding store was made by `model` from exactly the indexed files."""
+    try:
+        store = load_manifest(vault)
+    except ValueError:
+        return False
+    if store is None or store.model != model.fingerprint:
+        return False
+    key = (store.written_at, store.base, store.delta, manifest.generation, manifest.refreshed_at)
+    if _IN_LINE.get(str(vault.root)) == key:
+        return True
+    ok = len(store.files) == len(manifest.files) and all(
+        store.files.get(rel) == (size, mtime, manifest.hashes.get(rel, ""))
+        for rel, (size, mtime) in manifest.files.items()
+    )
+    if ok:
+        _IN_LINE[str(vault.root)] = key
+    return ok
+
+
+# the last store write found in line with an index manifest (generation, write time), per vault
+_IN_LINE: dict[str, tuple[float, str, str, str, float]] = {}

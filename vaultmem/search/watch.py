@@ -28,6 +28,7 @@ from vaultmem.search import manifest, refresh
 
 IGNORED_DIRS = frozenset({STATE_DIR, ".obsidian", ".git", ".trash"})
 HEARTBEAT_EVERY = 1.0
+BARRIER_WAIT = 1.0  # seconds `Warm` waits for its barrier event before walking instead
 
 
 def relevant(vault_root: str, path: str, *, is_dir: bool = False) -> bool:
@@ -62,9 +63,15 @@ class _Handler(FileSystemEventHandler):
         self.lock = threading.Lock()
         self.pending = 0
         self.last = 0.0
+        self.paths: set[str] = set()  # what changed, for `Warm` (vault-relative)
+        self.barrier = ""  # a file `Warm` writes to, to know the events before it are in
+        self.seen = threading.Event()
 
     def dispatch(self, event: Any) -> None:
         paths = [getattr(event, "src_path", ""), getattr(event, "dest_path", "")]
+        if self.barrier and os.fsdecode(paths[0]) == self.barrier:
+            self.seen.set()  # every event queued before the barrier's has been handled
+            return
         if getattr(event, "event_type", "") in ("opened", "closed_no_write"):
             return
         is_dir = bool(getattr(event, "is_directory", False))
@@ -73,6 +80,12 @@ class _Handler(FileSystemEventHandler):
         with self.lock:
             self.pending += 1
             self.last = time.monotonic()
+            # a folder's "modified" only echoes the file events inside it, which say more
+            folder_echo = is_dir and getattr(event, "event_type", "") == "modified"
+            for p in paths:
+                if p and not folder_echo:
+                    rel = os.path.relpath(os.fsdecode(p), self.root).replace(os.sep, "/")
+                    self.paths.add(manifest.FULL_WALK if is_dir or rel.startswith("..") else rel)
 
     def take(self, debounce: float) -> int:
         """The number of events to refresh for now (0 while changes are still arriving)."""
@@ -134,3 +147,78 @@ def watch(
         refresh.clear_heartbeat(vault)
         observer.stop()
         observer.join(timeout=5)
+
+
+class Warm:
+    """A vault kept warm in one long-lived process (the MCP server, an agent embedding the
+    library): an in-process watcher collects the paths that change, so a recall stats only
+    those (nothing at all when nothing changed) and reuses the open searcher and manifest.
+
+        warm = Warm(vault)  # watching from here; close() (or `with`) stops it
+        warm.recall("stripe webhooks", limit=5)  # what `query.recall` takes and returns
+
+    As fresh as `recall`: inotify queues a change's event before the write returns, and
+    delivers a watch's events in order, so each recall first writes a barrier file under
+    `.vaultmem/locks/` and waits for its event: every change before it is then in the set.
+    Until the first refresh, after a folder event, when the barrier does not come back within
+    a second, and after a refresh that could not take the lock, it walks as recall does.
+    """
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        manifest.index_dir(vault).mkdir(parents=True, exist_ok=True)
+        ensure_dir(vault.state("locks"))
+        self._handler = _Handler(str(vault.root))
+        self._barrier_file = vault.state("locks") / f"warm-{os.getpid()}-{id(self)}"
+        self._handler.barrier = str(self._barrier_file)
+        self._observer = Observer()
+        try:
+            self._observer.schedule(self._handler, str(vault.root), recursive=True)
+            self._observer.start()
+        except OSError:  # out of inotify watches: every recall walks, as a plain one does
+            self._observer = Observer()
+        self._synced = False  # True once a refresh has seen everything up to the last drain
+
+    def recall(self, query: str, **kw: Any) -> Any:
+        from vaultmem.search.query import recall
+
+        synced = self._synced and self._observer.is_alive() and self._barrier()
+        with self._handler.lock:
+            paths = frozenset(self._handler.paths)
+            self._handler.paths.clear()
+        changed = paths if synced else None
+        try:
+            result = recall(self.vault, query, changed=changed, **kw)
+        except BaseException:
+            self._put_back(paths)
+            raise
+        if result.index.stale:
+            self._put_back(paths)
+        else:
+            self._synced = True
+        return result
+
+    def _barrier(self) -> bool:
+        self._handler.seen.clear()
+        try:
+            self._barrier_file.write_bytes(b"barrier\n")
+        except OSError:
+            return False
+        return self._handler.seen.wait(BARRIER_WAIT)
+
+    def _put_back(self, paths: frozenset[str]) -> None:
+        with self._handler.lock:
+            self._handler.paths |= paths
+        self._synced = False
+
+    def close(self) -> None:
+        if self._observer.is_alive():
+            self._observer.stop()
+            self._observer.join(timeout=5)
+        self._barrier_file.unlink(missing_ok=True)
+
+    def __enter__(self) -> Warm:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -2,16 +2,17 @@
 
 `hook prompt` runs on every user turn, and most turns have nothing to add. Proving it needs
 three small reads: the agent's read cursor, the metadata line of the newest entry on the live
-log (its last 64 KB), and, for the recall gate, the words of the memory indexes and of the note
-names in the search index's manifest. This module does them with `os` and `json` alone (no
+log (its last 64 KB), and, for the recall gate, the words of the memory indexes and the filter
+of note-name words the index keeps beside its manifest (`search/vocab.py`: one small file,
+whatever the vault's size). This module does them with `os` and `json` alone (no
 dataclasses, no tomllib, no log parser: the full path costs ~2x more in imports than in work).
 When it cannot tell for sure — an option it does not know, a torn log tail, a cursor that does
 not match, a prompt that names something the vault has notes on — it says so and the full hook
 (`app.hook_events`) runs as if it had never been asked.
 
 It reads the formats documented in docs/FORMAT.md (the entry's metadata line, the cursor file)
-and the manifest's `files.paths` list (`search/manifest.py`); `hook_events` uses the same
-recall gate, so both paths decide alike. The cursor and the manifest are sealed
+and `names.json` (`search/vocab.py`); `hook_events` uses the same recall gate, so both paths
+decide alike. The cursor and the names filter are sealed
 (`core/seal.py`, which imports only `os`, `json` and the built-in `_blake2`): one this machine
 did not write counts as none, so a cursor git wrote never makes a turn "nothing new".
 """
@@ -28,92 +29,13 @@ from typing import Any
 
 TAIL = 1 << 16
 _META = re.compile(rb"^<!-- vaultmem (\{.*\}) -->[ \t]*$", re.M)
-_WORD = re.compile(r"[^\W\d_]{4,}")
-_STOP = frozenset(
-    [
-        "about",
-        "after",
-        "again",
-        "also",
-        "been",
-        "before",
-        "being",
-        "could",
-        "does",
-        "done",
-        "each",
-        "from",
-        "have",
-        "here",
-        "into",
-        "just",
-        "like",
-        "made",
-        "make",
-        "more",
-        "most",
-        "much",
-        "only",
-        "other",
-        "over",
-        "please",
-        "really",
-        "should",
-        "some",
-        "such",
-        "than",
-        "thanks",
-        "that",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "very",
-        "want",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "will",
-        "with",
-        "would",
-        "your",
-        "yours",
-        "able",
-        "back",
-        "come",
-        "going",
-        "know",
-        "look",
-        "need",
-        "okay",
-        "sure",
-        "take",
-        "tell",
-        "thing",
-        "think",
-        "time",
-        "using",
-        "well",
-        "work",
-        "ahead",
-    ]
-)
-
-
-def words(text: str) -> set[str]:
-    """The prompt's or a title's salient words: 4+ letters, lowercase, no plural s."""
-    return {w.rstrip("s") for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
 def names_something(root: str, agent: str, prompt: str) -> bool:
     """Does the prompt share a word with a memory's title or description (shared and own
     MEMORY.md), or with the name of a note the agent may see? Decides whether recall runs."""
+    from vaultmem.search.vocab import words
+
     asked = words(prompt)
     if not asked:
         return False
@@ -130,12 +52,26 @@ def names_something(root: str, agent: str, prompt: str) -> bool:
             continue
     if asked & known:
         return True
+    from vaultmem.search import vocab
+
+    # the words of note names, written with the index (search/vocab.py): one small file
+    folder = os.path.join(root, ".vaultmem", "index")
+    names = vocab.load(folder)
+    if names is not None:
+        return any(names.holds("", w) or names.holds(agent, w) for w in asked)
+    return _manifest_names(folder, agent, asked)
+
+
+def _manifest_names(folder: str, agent: str, asked: set[str]) -> bool:
+    """The note names from the manifest itself: an index written before names.json existed
+    (the next refresh that changes a file writes it)."""
     from vaultmem.core import seal
+    from vaultmem.search import vocab
 
     try:
         # sealed (core/seal.py): a manifest this machine did not write names nothing, as a
         # missing one (the next recall rebuilds the index)
-        manifest = seal.read(os.path.join(root, ".vaultmem", "index", "manifest.json"))
+        manifest = seal.read(os.path.join(folder, "manifest.json"))
         paths = manifest["files"]["paths"]
     except (KeyError, TypeError):
         return False
@@ -144,7 +80,7 @@ def names_something(root: str, agent: str, prompt: str) -> bool:
         if not isinstance(path, str) or (path.startswith("agents/") and not path.startswith(mine)):
             continue
         stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        if asked & words(stem):
+        if asked & vocab.words(stem):
             return True
     return False
 
