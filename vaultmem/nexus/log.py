@@ -1,7 +1,9 @@
 """Where the signed logs live and how an entry gets there: `append`, the journal, chain heads.
 
-Appends hold `.vaultmem/locks/<log>.lock`, write the whole block with one `write()` (O_APPEND),
-fsync, then record it in the journal (`.vaultmem/journal/<log>.jsonl`). The per-agent chain heads
+Appends hold `.vaultmem/locks/<log>.lock`, write the whole block with one `write()` (O_APPEND)
+and record it in the journal (`.vaultmem/journal/<log>.jsonl`); after the lock is released, one
+fsync of both files per batch of concurrent appends makes them durable (`core/commit.py`), and
+`append` returns only then. The per-agent chain heads
 are cached in `.vaultmem/heads/<log>.json` together with the log's size and mtime; when they do
 not match (a person, an editor or git changed the file) the heads are rebuilt from the files and
 the journal, so a sequence number is never reused.
@@ -14,9 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import clock, seal
+from vaultmem.core import clock, commit, seal
 from vaultmem.core.errors import SigningKeyMissingError, UsageError
-from vaultmem.core.fsio import NOFOLLOW, append_durable, ensure_dir
+from vaultmem.core.fsio import NOFOLLOW, append_unsynced, ensure_dir
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import reading
@@ -348,7 +350,9 @@ def append(
     extra = dict(extra or {})
     if joins:
         extra["merges"] = list(joins)
-    with exclusive(lock_for(vault, log), timeout, what=f"{path.name}"):
+    lock = lock_for(vault, log)
+    commit_file = commit.commit_path(lock)
+    with exclusive(lock, timeout, what=f"{path.name}"):
         if type_ == "alert" and log == "live":
             # decided under the log's lock: two agents raising the same alert at once get one
             from vaultmem.nexus import alerts
@@ -389,13 +393,17 @@ def append(
         )
         digest = entry.compute_hash()
         entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
+        # written, not yet durable: the log, then its journal line, then the ticket that
+        # says both are in their files (core/commit.py)
         _write_entry(vault, log, path, entry)
+        wrote = _write_journal(vault, log, entry)
+        ticket = commit.take_ticket(commit_file)
         heads[chain] = [seq, digest]
         save_heads(vault, log, file_stamp(path), heads)
-    # The journal is written after the lock is released: one O_APPEND write of one line, so
-    # concurrent writers never interleave, and the log's lock is held for one fsync, not two.
-    # (`repair` orders restored entries by time, then journal order.)
-    _write_journal(vault, log, entry)
+    # Durable outside the log's lock: the next writers write meanwhile, and one fsync of the
+    # log and the journal (by whichever writer leads the batch) covers them all.
+    files = [path, journal_path(vault, log)] if wrote else [path]
+    commit.make_durable(commit_file, ticket, files, timeout, what=path.name)
     return AppendResult(entry, vault.rel(path), found, tuple(warnings))
 
 
@@ -447,15 +455,18 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
         from vaultmem.core.templates import template
 
         create_exclusive(path, template(f"nexus/{path.name}"))
-    append_durable(path, block)
+    append_unsynced(path, block)
 
 
-def _write_journal(vault: Vault, log: str, entry: Entry) -> None:
+def _write_journal(vault: Vault, log: str, entry: Entry) -> bool:
+    """Append the entry's journal line (not fsynced: the group commit does it); False when
+    there is no secret to seal with (a journal line that would never be read)."""
     journal = journal_path(vault, log)
     line = seal.line(journal, entry.full_dict())
-    if line is None:  # no secret to seal with: a journal line that would never be read
-        return
-    append_durable(journal, _after_newline(journal) + line)
+    if line is None:
+        return False
+    append_unsynced(journal, _after_newline(journal) + line)
+    return True
 
 
 def _after_newline(path: Path) -> bytes:
