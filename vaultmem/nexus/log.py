@@ -123,10 +123,12 @@ def file_stamp(path: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def _load_heads(vault: Vault, log: str, stamp: str) -> dict[str, list[Any]] | None:
+def _load_heads(
+    vault: Vault, log: str, stamp: str, where: Path | None = None
+) -> dict[str, list[Any]] | None:
     # sealed (core/seal.py): a heads file git wrote fails its seal and is rebuilt from
     # verified entries, so a planted head never becomes the next entry's `prev`
-    data = seal.read(heads_path(vault, log))
+    data = seal.read(where or heads_path(vault, log))
     if (
         not isinstance(data, dict)
         or data.get("stamp") != stamp
@@ -137,12 +139,14 @@ def _load_heads(vault: Vault, log: str, stamp: str) -> dict[str, list[Any]] | No
     return agents
 
 
-def save_heads(vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]]) -> None:
+def save_heads(
+    vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]], where: Path | None = None
+) -> None:
     """A cache, validated by the log's size on every read, so it is written in place without
     fsync (creating a temp file per append costs more than the whole append). A crash mid-write
     leaves a file whose seal does not match or a stamp that does not match: the heads are then
     rebuilt from the files and the journal."""
-    path = heads_path(vault, log)
+    path = where or heads_path(vault, log)
     data = seal.dumps(path, {"stamp": stamp, "agents": heads})
     try:
         if data is None:  # no secret to seal with: no cache, the heads are rebuilt each time
@@ -222,13 +226,16 @@ def peek_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     return current_heads(vault, log)
 
 
-def current_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
-    """Chain heads (caller holds the log's lock)."""
-    stamp = file_stamp(log_file(vault, log))
-    heads = _load_heads(vault, log, stamp)
+def current_heads(
+    vault: Vault, log: str, *, path: Path | None = None, where: Path | None = None
+) -> dict[str, list[Any]]:
+    """Chain heads (caller holds the log's lock). `path`, `where`: the log file and the heads
+    file, when the caller has them already (each costs a checked path)."""
+    stamp = file_stamp(path or log_file(vault, log))
+    heads = _load_heads(vault, log, stamp, where)
     if heads is None:
         heads = rebuild_heads(vault, log)
-        save_heads(vault, log, stamp, heads)
+        save_heads(vault, log, stamp, heads, where)
     return heads
 
 
@@ -343,9 +350,9 @@ def append(
             f"create one with: vaultmem keys create --{who} {agent}",
         )
     path = log_file(vault, log)
-    # every state path this append touches is checked before anything is written
-    journal_path(vault, log)
-    heads_path(vault, log)
+    # every state path this append touches is checked before anything is written, once
+    journal = journal_path(vault, log)
+    heads_file = heads_path(vault, log)
     timeout = vault.config.log.lock_timeout
     extra = dict(extra or {})
     if joins:
@@ -369,7 +376,7 @@ def append(
                 )
             if seen.resolved is not None:
                 extra["reraises"] = seen.resolved
-        heads = current_heads(vault, log)
+        heads = current_heads(vault, log, path=path, where=heads_file)
         device = signer.device if signer else ""
         chain = f"{agent}.{device}" if device else agent
         last_seq, last_hash = heads.get(chain, [0, None])
@@ -396,13 +403,13 @@ def append(
         # written, not yet durable: the log, then its journal line, then the ticket that
         # says both are in their files (core/commit.py)
         _write_entry(vault, log, path, entry)
-        wrote = _write_journal(vault, log, entry)
+        wrote = _write_journal(journal, entry)
         ticket = commit.take_ticket(commit_file)
         heads[chain] = [seq, digest]
-        save_heads(vault, log, file_stamp(path), heads)
+        save_heads(vault, log, file_stamp(path), heads, heads_file)
     # Durable outside the log's lock: the next writers write meanwhile, and one fsync of the
     # log and the journal (by whichever writer leads the batch) covers them all.
-    files = [path, journal_path(vault, log)] if wrote else [path]
+    files = [path, journal] if wrote else [path]
     commit.make_durable(commit_file, ticket, files, timeout, what=path.name)
     return AppendResult(entry, vault.rel(path), found, tuple(warnings))
 
@@ -458,10 +465,9 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
     append_unsynced(path, block)
 
 
-def _write_journal(vault: Vault, log: str, entry: Entry) -> bool:
+def _write_journal(journal: Path, entry: Entry) -> bool:
     """Append the entry's journal line (not fsynced: the group commit does it); False when
     there is no secret to seal with (a journal line that would never be read)."""
-    journal = journal_path(vault, log)
     line = seal.line(journal, entry.full_dict())
     if line is None:
         return False
