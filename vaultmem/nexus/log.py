@@ -96,22 +96,28 @@ def lock_for(vault: Vault, log: str) -> Path:
     return lock_path(vault, "live-context" if log == "live" else "decisions")
 
 
-def read_journal(vault: Vault, log: str) -> list[Entry]:
+def read_journal(vault: Vault, log: str, data: bytes | None = None) -> list[Entry]:
     """Every entry ever appended on this machine, in append order (bad lines skipped). Lines
     are sealed (`core/seal.py`): a line git or anyone else wrote is not read, so `repair`
-    never restores, and `verify` never reports missing, an entry this machine did not write."""
+    never restores, and `verify` never reports missing, an entry this machine did not write.
+    `data`: the journal's bytes, when the caller read them already (`journal_bytes`)."""
     out: list[Entry] = []
     path = journal_path(vault, log)
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return out
+    if data is None:
+        data = journal_bytes(vault, log)
     for item in seal.lines(path, data):
         try:
             out.append(entry_from_dict(item))
         except (ValueError, KeyError, TypeError):
             continue  # a line that is JSON but not an entry
     return out
+
+
+def journal_bytes(vault: Vault, log: str) -> bytes:
+    try:
+        return journal_path(vault, log).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return b""
 
 
 def file_stamp(path: Path) -> str:
