@@ -2,6 +2,10 @@
 append throughput of 1, 4 and 8 writer processes through the library API (lossless check).
 
     python bench/append_speed.py [--runs 20] [--procs 1,4,8] [--appends 300] [--rounds 3]
+                                 [--against CHECKOUT]
+
+`--against` runs the same writers, interleaved round by round, on another checkout's code
+(a worktree of main, say) and prints the ratio of the medians.
 
 Throughput rounds are interleaved (1, 4, 8, 1, 4, 8, ...) so that the load other processes put
 on the machine drifts over all writer counts alike; the figure quoted is the median round.
@@ -101,10 +105,16 @@ def startup(runs: int) -> None:
     shutil.rmtree(trivial.parent, ignore_errors=True)
 
 
-def _run_all(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
-    """Start all at once; return (wall time incl. start-up, span of the timed loops)."""
+def _run_all(
+    cmds: list[list[str]], env: dict[str, str], code: str | None = None
+) -> tuple[float, float]:
+    """Start all at once; return (wall time incl. start-up, span of the timed loops). `code`:
+    a checkout whose `vaultmem` the writers import instead of this one."""
+    cwd = tempfile.mkdtemp(prefix="vaultmem-bench-cwd-")  # `-c` puts the cwd first on sys.path
+    if code is not None:
+        env = dict(env, PYTHONPATH=code)
     start = time.perf_counter()
-    ps = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, text=True) for c in cmds]
+    ps = [subprocess.Popen(c, env=env, cwd=cwd, stdout=subprocess.PIPE, text=True) for c in cmds]
     spans = []
     for p in ps:
         out, _ = p.communicate()
@@ -116,7 +126,7 @@ def _run_all(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
     return wall, max(b for _, b in spans) - min(a for a, _ in spans)
 
 
-def throughput(procs: int, appends: int) -> tuple[float, bool]:
+def throughput(procs: int, appends: int, code: str | None = None) -> tuple[float, bool]:
     """One round: `procs` writers x `appends` each on a fresh vault; (entries/s, lossless)."""
     from vaultmem.core.vault import Vault
 
@@ -126,7 +136,7 @@ def throughput(procs: int, appends: int) -> tuple[float, bool]:
         [sys.executable, "-c", WRITER, str(root), agents[i % len(agents)], str(appends), f"p{i}"]
         for i in range(procs)
     ]
-    _wall, span = _run_all(cmds, env)
+    _wall, span = _run_all(cmds, env, code)
     v = Vault.open(root)
     parsed = read_file(v.live_context)
     total = procs * appends
@@ -146,14 +156,17 @@ def bare(procs: int, appends: int) -> float:
     return procs * appends / span
 
 
-def throughputs(counts: list[int], appends: int, rounds: int) -> None:
+def throughputs(counts: list[int], appends: int, rounds: int, against: str | None) -> None:
     rates: dict[int, list[float]] = {n: [] for n in counts}
+    others: dict[int, list[float]] = {n: [] for n in counts}
     floors: dict[int, list[float]] = {n: [] for n in counts}
     lossless = True
     for _ in range(rounds):
         for n in counts:
             rate, ok = throughput(n, appends)
             rates[n].append(rate)
+            if against:
+                others[n].append(throughput(n, appends, against)[0])
             floors[n].append(bare(n, appends))
             lossless = lossless and ok
     print(f"load: {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} cores)")
@@ -165,6 +178,9 @@ def throughputs(counts: list[int], appends: int, rounds: int) -> None:
             f"rounds (min {min(rates[n]):,.0f}, max {max(rates[n]):,.0f}); bare "
             f"flock+write+fsync loop {floor:,.0f}/s"
         )
+        if against:
+            other = statistics.median(others[n])
+            print(f"  {against}: median {other:,.0f} appends/s; this / that: {med / other:.2f}x")
     print(f"lossless (every entry in the log, verify ok) in every round: {lossless}")
 
 
@@ -175,10 +191,11 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=300, help="appends per writer")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-startup", action="store_true", help="throughput only")
+    ap.add_argument("--against", help="another checkout to compare with, interleaved")
     args = ap.parse_args()
     if not args.no_startup:
         startup(args.runs)
-    throughputs([int(n) for n in args.procs.split(",")], args.appends, args.rounds)
+    throughputs([int(n) for n in args.procs.split(",")], args.appends, args.rounds, args.against)
 
 
 if __name__ == "__main__":
