@@ -1,13 +1,22 @@
 """`vaultmem append` as a whole process, against a trivial typer app and `python -c pass`, and
-append throughput of 8 processes x 500 appends through the library API (lossless check).
+append throughput of 1, 4 and 8 writer processes through the library API (lossless check).
 
-    python bench/append_speed.py [--runs 20] [--procs 8] [--appends 500]
+    python bench/append_speed.py [--runs 20] [--procs 1,4,8] [--appends 300] [--rounds 3]
+                                 [--against CHECKOUT]
+
+`--against` runs the same writers, interleaved round by round, on another checkout's code
+(a worktree of main, say) and prints the ratio of the medians.
+
+Throughput rounds are interleaved (1, 4, 8, 1, 4, 8, ...) so that the load other processes put
+on the machine drifts over all writer counts alike; the figure quoted is the median round.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,10 +106,16 @@ def startup(runs: int) -> None:
     shutil.rmtree(trivial.parent, ignore_errors=True)
 
 
-def _run_all(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
-    """Start all at once; return (wall time incl. start-up, span of the timed loops)."""
+def _run_all(
+    cmds: list[list[str]], env: dict[str, str], code: str | None = None
+) -> tuple[float, float]:
+    """Start all at once; return (wall time incl. start-up, span of the timed loops). `code`:
+    a checkout whose `vaultmem` the writers import instead of this one."""
+    cwd = tempfile.mkdtemp(prefix="vaultmem-bench-cwd-")  # `-c` puts the cwd first on sys.path
+    if code is not None:
+        env = dict(env, PYTHONPATH=code)
     start = time.perf_counter()
-    ps = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, text=True) for c in cmds]
+    ps = [subprocess.Popen(c, env=env, cwd=cwd, stdout=subprocess.PIPE, text=True) for c in cmds]
     spans = []
     for p in ps:
         out, _ = p.communicate()
@@ -112,7 +127,8 @@ def _run_all(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
     return wall, max(b for _, b in spans) - min(a for a, _ in spans)
 
 
-def throughput(procs: int, appends: int) -> None:
+def throughput(procs: int, appends: int, code: str | None = None) -> tuple[float, bool]:
+    """One round: `procs` writers x `appends` each on a fresh vault; (entries/s, lossless)."""
     from vaultmem.core.vault import Vault
 
     root, env = scratch_vault()
@@ -121,35 +137,66 @@ def throughput(procs: int, appends: int) -> None:
         [sys.executable, "-c", WRITER, str(root), agents[i % len(agents)], str(appends), f"p{i}"]
         for i in range(procs)
     ]
-    wall, span = _run_all(cmds, env)
+    _wall, span = _run_all(cmds, env, code)
     v = Vault.open(root)
     parsed = read_file(v.live_context)
     total = procs * appends
-    ok = len(parsed.entries) == total + procs and not parsed.fragments
-    print(
-        f"{procs} processes x {appends} appends: {len(parsed.entries) - procs}/{total} entries, "
-        f"{total / span:,.0f} entries/s while all append ({total / wall:,.0f}/s counting "
-        f"process start-up); lossless: {ok}; verify ok: {verify.verify(v).ok}"
-    )
-    bare_file = root.parent / "bare.log"
-    _, bare_span = _run_all(
-        [[sys.executable, "-c", BARE, str(bare_file), str(appends)] for _ in range(procs)], env
-    )
-    print(
-        f"bare flock+write+fsync loop, same {procs} x {appends}: {total / bare_span:,.0f}/s "
-        f"(vaultmem append reaches {bare_span / span:.0%} of it)"
-    )
+    ok = len(parsed.entries) == total + procs and not parsed.fragments and verify.verify(v).ok
     shutil.rmtree(root.parent, ignore_errors=True)
+    return total / span, ok
+
+
+def bare(procs: int, appends: int) -> float:
+    """The floor: a bare flock + write + fsync loop in the same processes."""
+    base = Path(tempfile.mkdtemp(prefix="vaultmem-bench-"))
+    _, span = _run_all(
+        [[sys.executable, "-c", BARE, str(base / "bare.log"), str(appends)] for _ in range(procs)],
+        dict(os.environ),
+    )
+    shutil.rmtree(base, ignore_errors=True)
+    return procs * appends / span
+
+
+def throughputs(counts: list[int], appends: int, rounds: int, against: str | None) -> None:
+    rates: dict[int, list[float]] = {n: [] for n in counts}
+    others: dict[int, list[float]] = {n: [] for n in counts}
+    floors: dict[int, list[float]] = {n: [] for n in counts}
+    lossless = True
+    for _ in range(rounds):
+        for n in counts:
+            rate, ok = throughput(n, appends)
+            rates[n].append(rate)
+            if against:
+                others[n].append(throughput(n, appends, against)[0])
+            floors[n].append(bare(n, appends))
+            lossless = lossless and ok
+    print(f"load: {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} cores)")
+    for n in counts:
+        med = statistics.median(rates[n])
+        floor = statistics.median(floors[n])
+        print(
+            f"{n} writer(s) x {appends} appends: median {med:,.0f} appends/s over {rounds} "
+            f"rounds (min {min(rates[n]):,.0f}, max {max(rates[n]):,.0f}); bare "
+            f"flock+write+fsync loop {floor:,.0f}/s"
+        )
+        if against:
+            other = statistics.median(others[n])
+            print(f"  {against}: median {other:,.0f} appends/s; this / that: {med / other:.2f}x")
+    print(f"lossless (every entry in the log, verify ok) in every round: {lossless}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--procs", type=int, default=8)
-    ap.add_argument("--appends", type=int, default=500)
+    ap.add_argument("--procs", default="1,4,8", help="writer counts, comma-separated")
+    ap.add_argument("--appends", type=int, default=300, help="appends per writer")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-startup", action="store_true", help="throughput only")
+    ap.add_argument("--against", help="another checkout to compare with, interleaved")
     args = ap.parse_args()
-    startup(args.runs)
-    throughput(args.procs, args.appends)
+    if not args.no_startup:
+        startup(args.runs)
+    throughputs([int(n) for n in args.procs.split(",")], args.appends, args.rounds, args.against)
 
 
 if __name__ == "__main__":

@@ -200,3 +200,19 @@ def test_without_a_writable_home_every_signature_is_checked(vault: Path) -> None
     (config.home_dir() / "memo.key").write_bytes(b"short")  # damaged: no memo at all
     assert verify.verify(v).ok
     assert not v.state("verified", "signatures.txt").exists()
+
+
+def test_the_signer_is_kept_while_its_files_are_unchanged(vault: Path) -> None:
+    """A process appending in a loop loads the private key once; a new key, a replaced key
+    file or a key made world-readable is seen at the next append."""
+    v = make_keys(vault, "ella")
+    first = signing.signer_for(v, "ella")
+    assert first is not None and signing.signer_for(v, "ella") is first
+    log.append(v, "ella", "with the first key")
+    second_key = signing.create_key(v, "ella")
+    now = signing.signer_for(v, "ella")
+    assert now is not None and now is not first and now.key_id == second_key.key_id
+    private = Path(second_key.private_path)
+    private.chmod(0o644)
+    with pytest.raises(IntegrityError, match="readable by other users"):
+        log.append(v, "ella", "with a key anyone can read")

@@ -140,6 +140,91 @@ def test_lock_held_by_another_process_times_out_with_exit_6(vault: Path) -> None
     assert res.returncode == 0 and res.stdout.strip() == "ella.1"
 
 
+def _commit_round(vault: Path, crash_victim: bool) -> tuple[list[str], bool]:
+    """Hold the commit lock from outside while three writers append one entry each (one of
+    them, with `crash_victim`, dies before its batch's fsync if it leads the batch); check
+    they all wrote and all wait; release. Returns the acknowledged ids and whether the victim
+    was killed."""
+    commit_lock = vault / ".vaultmem" / "locks" / "live-context.commit"
+    commit_lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(commit_lock), "60"], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    live = vault / "nexus" / "live-context.md"
+    procs = []
+    for i, agent in enumerate(("ella", "lyra", "ella")):
+        env = dict(os.environ)
+        env.pop("VAULTMEM_CRASH_AT", None)
+        if crash_victim and i == 0:
+            env["VAULTMEM_CRASH_AT"] = "step:3"  # the log, the journal, then the batch's fsync
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(vault), agent, "1", f"batch{i}"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not all(f"batch{i} 0" in live.read_text(encoding="utf-8") for i in range(3)):
+            assert time.monotonic() < deadline, "the writers never wrote their entries"
+            time.sleep(0.05)
+        # written, but not acknowledged: nobody made them durable yet
+        assert all(p.poll() is None for p in procs)
+    finally:
+        holder.kill()
+        holder.wait()
+    acknowledged, killed = [], False
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=60)
+        if p.returncode == -signal.SIGKILL and crash_victim and i == 0:
+            killed = True
+            continue
+        assert p.returncode == 0, err
+        acknowledged += out.split()
+    return acknowledged, killed
+
+
+@pytest.mark.slow
+def test_one_fsync_makes_a_batch_durable_and_a_leader_killed_mid_batch_loses_nothing(
+    vault: Path,
+) -> None:
+    """Group commit from the crash's side: writers append while the commit lock is held, so
+    their entries form one batch; the writer that leads it may be SIGKILLed just before the
+    batch's fsync. Every writer that returned success has its entry in the log and the
+    journal, and the durable count covers every ticket: a later leader redid the fsync."""
+    from vaultmem.core import commit
+
+    v = make_keys(vault)
+    acknowledged: list[str] = []
+    kills = rounds = 0
+    while kills == 0 and rounds < 12:  # the victim leads the batch in about one round in 3
+        rounds += 1
+        acked, killed = _commit_round(vault, crash_victim=True)
+        acknowledged += acked
+        kills += killed
+        state = vault / ".vaultmem" / "locks" / "live-context.commit"
+        fd = os.open(state, os.O_RDONLY)
+        try:
+            assert (
+                commit._read(fd, commit.DURABLE) == commit._read(fd, commit.TICKETS) == 3 * rounds
+            )
+        finally:
+            os.close(fd)
+    assert kills == 1, f"the victim never led a batch in {rounds} rounds"
+    parsed = entry.read_file(v.live_context)
+    assert parsed.fragments == ()
+    present = {e.id for e in parsed.entries}
+    journaled = {e.id for e in log.read_journal(v, "live")}
+    assert set(acknowledged) <= present and set(acknowledged) <= journaled
+    assert len(present) == 3 * rounds  # the victim's entry too: written before it died
+    report = verify.verify(v)
+    assert report.ok, report.problems[:3]
+
+
 @pytest.mark.slow
 def test_log_follow_streams_appends_from_another_process(vault: Path) -> None:
     make_keys(vault)

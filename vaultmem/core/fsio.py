@@ -79,9 +79,10 @@ def write_error(path: Path, exc: OSError) -> VaultmemError:
 _renames = 0
 
 
-def _before_rename() -> None:
+def before_step() -> None:
     """The crash tests' hook: SIGKILL just before the Nth step (VAULTMEM_CRASH_AT=step:N),
-    a step being a rename, a link or a durable append: the points where a file changes."""
+    a step being a rename, a link or an append (the points where a file changes), or a
+    group commit's fsync (`core/commit.py`)."""
     global _renames
     from vaultmem.core.config import env_crash_at
 
@@ -155,7 +156,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         if mode is None and path.exists():
             # keep the permissions a person gave the file
             os.chmod(tmp, path.stat().st_mode & 0o7777)
-        _before_rename()
+        before_step()
         os.replace(tmp, path)
         fsync_dir(path.parent)
     except OSError as exc:
@@ -227,7 +228,7 @@ def create_exclusive(path: Path, data: str) -> bool:
             os.fsync(fh.fileno())
         try:
             # link() fails if the target appeared meanwhile: never overwrite
-            _before_rename()
+            before_step()
             os.link(tmp, path)
         except FileExistsError:
             return False
@@ -264,15 +265,35 @@ def append_durable(path: Path, data: bytes) -> None:
         raise write_error(path, exc) from exc
 
 
-def _append_whole(fd: int, data: bytes) -> None:
+def append_unsynced(path: Path, data: bytes) -> None:
+    """`append_durable` without the fsync, for a caller that makes the append durable later
+    (a log's group commit, `core/commit.py`) and holds the lock. A file this call creates
+    gets its folder fsynced; a write that fails part way is cut off again."""
+    flags = os.O_WRONLY | os.O_APPEND | NOFOLLOW
+    try:
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            ensure_dir(path.parent)
+            fd = os.open(path, flags | os.O_CREAT, 0o644)
+            _append_whole(fd, data, sync=False)
+            fsync_dir(path.parent)
+            return
+        _append_whole(fd, data, sync=False)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+
+
+def _append_whole(fd: int, data: bytes, *, sync: bool = True) -> None:
     try:
         size = os.fstat(fd).st_size
         try:
-            _before_rename()  # an append is this file's one step, like a rename
+            before_step()  # an append is this file's one step, like a rename
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         except OSError:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from vaultmem.nexus.entry import Entry
-    from vaultmem.nexus.verify import LogProblem
+    from vaultmem.nexus.verify_files import LogProblem
 
 FOLDER = "nexus/digests"
 SIG_DOMAIN = b"vaultmem-digest-v1\n"
@@ -349,7 +349,7 @@ def digest_problem(
 
 def verify_digests(vault: Vault, keys: dict[str, Any]) -> tuple[dict[str, int], list[LogProblem]]:
     """Every digest's hash and signature, and that what it cites is still logged."""
-    from vaultmem.nexus.verify import LogProblem
+    from vaultmem.nexus.verify_files import LogProblem
 
     files = digest_files(vault)
     if not files:
@@ -476,7 +476,7 @@ def profile_files(vault: Vault) -> list[Path]:
 def verify_profiles(vault: Vault, keys: dict[str, Any]) -> tuple[dict[str, int], list[LogProblem]]:
     """Every profile's hash and signature."""
     from vaultmem.core.notes import split_frontmatter
-    from vaultmem.nexus.verify import LogProblem
+    from vaultmem.nexus.verify_files import LogProblem
 
     require = vault.config.log.require_signatures
     checked: dict[str, int] = {}

@@ -20,6 +20,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
@@ -29,7 +30,27 @@ MERGES = "merges"  # extra key: hashes of the other branches' last entries
 _HASH = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-def merged(e: entry.Entry) -> tuple[str, ...]:
+class Linked(Protocol):
+    """What the chain walk reads of an entry: an `Entry`, or verify's record of one."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def extra(self) -> dict[str, Any]: ...
+    @property
+    def prev(self) -> str | None: ...
+    @property
+    def hash(self) -> str | None: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def time(self) -> str: ...
+
+
+L = TypeVar("L", bound=Linked)
+
+
+def merged(e: Linked) -> tuple[str, ...]:
     """The hashes a merge entry joins (none for any other entry, or a malformed list)."""
     if e.type != MERGE_TYPE:
         return ()
@@ -39,7 +60,7 @@ def merged(e: entry.Entry) -> tuple[str, ...]:
     return tuple(h for h in raw if isinstance(h, str) and _HASH.fullmatch(h))
 
 
-def tips(chain: Iterable[entry.Entry]) -> list[entry.Entry]:
+def tips(chain: Iterable[L]) -> list[L]:
     """The entries of one chain that no other entry follows (by `prev` or by a merge):
     one for a straight or joined chain, one per branch for a fork. Highest sequence first."""
     entries = list(chain)

@@ -1,7 +1,9 @@
 """Where the signed logs live and how an entry gets there: `append`, the journal, chain heads.
 
-Appends hold `.vaultmem/locks/<log>.lock`, write the whole block with one `write()` (O_APPEND),
-fsync, then record it in the journal (`.vaultmem/journal/<log>.jsonl`). The per-agent chain heads
+Appends hold `.vaultmem/locks/<log>.lock`, write the whole block with one `write()` (O_APPEND)
+and record it in the journal (`.vaultmem/journal/<log>.jsonl`); after the lock is released, one
+fsync of both files per batch of concurrent appends makes them durable (`core/commit.py`), and
+`append` returns only then. The per-agent chain heads
 are cached in `.vaultmem/heads/<log>.json` together with the log's size and mtime; when they do
 not match (a person, an editor or git changed the file) the heads are rebuilt from the files and
 the journal, so a sequence number is never reused.
@@ -14,9 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import clock, seal
+from vaultmem.core import clock, commit, seal
 from vaultmem.core.errors import SigningKeyMissingError, UsageError
-from vaultmem.core.fsio import NOFOLLOW, append_durable, ensure_dir
+from vaultmem.core.fsio import NOFOLLOW, append_unsynced, ensure_dir
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import reading
@@ -94,22 +96,28 @@ def lock_for(vault: Vault, log: str) -> Path:
     return lock_path(vault, "live-context" if log == "live" else "decisions")
 
 
-def read_journal(vault: Vault, log: str) -> list[Entry]:
+def read_journal(vault: Vault, log: str, data: bytes | None = None) -> list[Entry]:
     """Every entry ever appended on this machine, in append order (bad lines skipped). Lines
     are sealed (`core/seal.py`): a line git or anyone else wrote is not read, so `repair`
-    never restores, and `verify` never reports missing, an entry this machine did not write."""
+    never restores, and `verify` never reports missing, an entry this machine did not write.
+    `data`: the journal's bytes, when the caller read them already (`journal_bytes`)."""
     out: list[Entry] = []
     path = journal_path(vault, log)
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return out
+    if data is None:
+        data = journal_bytes(vault, log)
     for item in seal.lines(path, data):
         try:
             out.append(entry_from_dict(item))
         except (ValueError, KeyError, TypeError):
             continue  # a line that is JSON but not an entry
     return out
+
+
+def journal_bytes(vault: Vault, log: str) -> bytes:
+    try:
+        return journal_path(vault, log).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return b""
 
 
 def file_stamp(path: Path) -> str:
@@ -121,10 +129,12 @@ def file_stamp(path: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def _load_heads(vault: Vault, log: str, stamp: str) -> dict[str, list[Any]] | None:
+def _load_heads(
+    vault: Vault, log: str, stamp: str, where: Path | None = None
+) -> dict[str, list[Any]] | None:
     # sealed (core/seal.py): a heads file git wrote fails its seal and is rebuilt from
     # verified entries, so a planted head never becomes the next entry's `prev`
-    data = seal.read(heads_path(vault, log))
+    data = seal.read(where or heads_path(vault, log))
     if (
         not isinstance(data, dict)
         or data.get("stamp") != stamp
@@ -135,12 +145,14 @@ def _load_heads(vault: Vault, log: str, stamp: str) -> dict[str, list[Any]] | No
     return agents
 
 
-def save_heads(vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]]) -> None:
+def save_heads(
+    vault: Vault, log: str, stamp: str, heads: dict[str, list[Any]], where: Path | None = None
+) -> None:
     """A cache, validated by the log's size on every read, so it is written in place without
     fsync (creating a temp file per append costs more than the whole append). A crash mid-write
     leaves a file whose seal does not match or a stamp that does not match: the heads are then
     rebuilt from the files and the journal."""
-    path = heads_path(vault, log)
+    path = where or heads_path(vault, log)
     data = seal.dumps(path, {"stamp": stamp, "agents": heads})
     try:
         if data is None:  # no secret to seal with: no cache, the heads are rebuilt each time
@@ -220,13 +232,16 @@ def peek_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     return current_heads(vault, log)
 
 
-def current_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
-    """Chain heads (caller holds the log's lock)."""
-    stamp = file_stamp(log_file(vault, log))
-    heads = _load_heads(vault, log, stamp)
+def current_heads(
+    vault: Vault, log: str, *, path: Path | None = None, where: Path | None = None
+) -> dict[str, list[Any]]:
+    """Chain heads (caller holds the log's lock). `path`, `where`: the log file and the heads
+    file, when the caller has them already (each costs a checked path)."""
+    stamp = file_stamp(path or log_file(vault, log))
+    heads = _load_heads(vault, log, stamp, where)
     if heads is None:
         heads = rebuild_heads(vault, log)
-        save_heads(vault, log, stamp, heads)
+        save_heads(vault, log, stamp, heads, where)
     return heads
 
 
@@ -341,14 +356,16 @@ def append(
             f"create one with: vaultmem keys create --{who} {agent}",
         )
     path = log_file(vault, log)
-    # every state path this append touches is checked before anything is written
-    journal_path(vault, log)
-    heads_path(vault, log)
+    # every state path this append touches is checked before anything is written, once
+    journal = journal_path(vault, log)
+    heads_file = heads_path(vault, log)
     timeout = vault.config.log.lock_timeout
     extra = dict(extra or {})
     if joins:
         extra["merges"] = list(joins)
-    with exclusive(lock_for(vault, log), timeout, what=f"{path.name}"):
+    lock = lock_for(vault, log)
+    commit_file = commit.commit_path(lock)
+    with exclusive(lock, timeout, what=f"{path.name}"):
         if type_ == "alert" and log == "live":
             # decided under the log's lock: two agents raising the same alert at once get one
             from vaultmem.nexus import alerts
@@ -365,7 +382,7 @@ def append(
                 )
             if seen.resolved is not None:
                 extra["reraises"] = seen.resolved
-        heads = current_heads(vault, log)
+        heads = current_heads(vault, log, path=path, where=heads_file)
         device = signer.device if signer else ""
         chain = f"{agent}.{device}" if device else agent
         last_seq, last_hash = heads.get(chain, [0, None])
@@ -389,13 +406,17 @@ def append(
         )
         digest = entry.compute_hash()
         entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
+        # written, not yet durable: the log, then its journal line, then the ticket that
+        # says both are in their files (core/commit.py)
         _write_entry(vault, log, path, entry)
+        wrote = _write_journal(journal, entry)
+        ticket = commit.take_ticket(commit_file)
         heads[chain] = [seq, digest]
-        save_heads(vault, log, file_stamp(path), heads)
-    # The journal is written after the lock is released: one O_APPEND write of one line, so
-    # concurrent writers never interleave, and the log's lock is held for one fsync, not two.
-    # (`repair` orders restored entries by time, then journal order.)
-    _write_journal(vault, log, entry)
+        save_heads(vault, log, file_stamp(path), heads, heads_file)
+    # Durable outside the log's lock: the next writers write meanwhile, and one fsync of the
+    # log and the journal (by whichever writer leads the batch) covers them all.
+    files = [path, journal] if wrote else [path]
+    commit.make_durable(commit_file, ticket, files, timeout, what=path.name)
     return AppendResult(entry, vault.rel(path), found, tuple(warnings))
 
 
@@ -447,15 +468,17 @@ def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
         from vaultmem.core.templates import template
 
         create_exclusive(path, template(f"nexus/{path.name}"))
-    append_durable(path, block)
+    append_unsynced(path, block)
 
 
-def _write_journal(vault: Vault, log: str, entry: Entry) -> None:
-    journal = journal_path(vault, log)
+def _write_journal(journal: Path, entry: Entry) -> bool:
+    """Append the entry's journal line (not fsynced: the group commit does it); False when
+    there is no secret to seal with (a journal line that would never be read)."""
     line = seal.line(journal, entry.full_dict())
-    if line is None:  # no secret to seal with: a journal line that would never be read
-        return
-    append_durable(journal, _after_newline(journal) + line)
+    if line is None:
+        return False
+    append_unsynced(journal, _after_newline(journal) + line)
+    return True
 
 
 def _after_newline(path: Path) -> bytes:

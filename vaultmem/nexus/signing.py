@@ -22,6 +22,7 @@ name the key that signed them. Reading the keys file needs no YAML and no crypto
 from __future__ import annotations
 
 import base64
+import contextlib
 import errno
 import functools
 import hashlib
@@ -45,6 +46,7 @@ KEYS_FILE = "keys.md"
 SIG_DOMAIN = b"vaultmem-entry-v1\n"
 KEY_DOMAIN = b"vaultmem-key-v1\n"
 APPROVAL_DOMAIN = b"vaultmem-key-approval-v1\n"
+_SIGNERS: dict[tuple[str, str, str], tuple[Any, Signer, Any]] = {}  # kept by signer_for
 _KEY_LINE = re.compile(
     r"- `(?P<id>k-[0-9a-f]{16})` ed25519 `(?P<pub>[A-Za-z0-9+/]{43}=)`"
     r"(?: created (?P<created>\S+))?"
@@ -479,11 +481,24 @@ class Signer:
 
 
 def signer_for(vault: Vault, agent: str) -> Signer | None:
-    """The newest registered key of `agent` whose private half this machine holds, or None."""
+    """The newest key of `agent` whose private half this machine holds (or None), kept while
+    keys.md and the key file are unchanged: a process loads a key once, not per entry."""
+    keys_path = keys_file(vault, agent)
+    cache_key, stamp = (str(keys_path), str(keys_home()), agent), _stamp(keys_path)
+    hit = _SIGNERS.get(cache_key)
+    if hit is not None and hit[0] == stamp and _stamp(hit[1].path) == hit[2]:
+        return hit[1]
     for key in reversed(agent_keys(vault, agent, judge=False)):
         path = private_key_path(agent, key.key_id)
         if path.is_file():
-            return Signer(agent, key.key_id, path, key.device)
+            _SIGNERS[cache_key] = (stamp, Signer(agent, key.key_id, path, key.device), _stamp(path))
+            return _SIGNERS[cache_key][1]
+    return None
+
+
+def _stamp(path: Path) -> tuple[int, ...] | None:  # inode, size, mode, mtime: a changed file
+    with contextlib.suppress(OSError):
+        return ((st := path.stat()).st_ino, st.st_size, st.st_mode, st.st_mtime_ns)
     return None
 
 

@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
-from vaultmem.nexus.shown import entry_problem, outside_links
+from vaultmem.nexus.shown import outside_links
+from vaultmem.nexus.verify_files import (
+    FileScan,
+    LogMemo,
+    LogProblem,
+    Seen,
+    context,
+    read_files,
+    scan_files,
+)
 
 GAP_DETAIL = 20  # a gap longer than this is reported as one range
 
@@ -36,18 +45,6 @@ PROBLEM_KINDS = (
     "conflict-markers",  # git left <<<<<<< ======= >>>>>>> lines in a file vaultmem owns
     "pending-trust",  # a security setting or key this machine has not accepted (nexus/trust.py)
 )
-
-
-@dataclass(frozen=True)
-class LogProblem:
-    path: str
-    kind: str
-    message: str
-    id: str | None = None
-    line: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -82,13 +79,17 @@ class SignatureMemo:
 
         self.secret = memo_secret(create=create) if use else None
         self.use = self.secret is not None
-        self.known: set[str] = set()
+        self._known: set[str] | None = None  # read on the first check (a memo'd log needs none)
         self.new: list[str] = []
-        if self.use:
-            try:
-                self.known = set(self.path.read_text(encoding="ascii").split())
-            except (OSError, UnicodeDecodeError):
-                self.known = set()
+
+    @property
+    def known(self) -> set[str]:
+        if self._known is None:
+            self._known = set()
+            if self.use:
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    self._known = set(self.path.read_text(encoding="ascii").split())
+        return self._known
 
     def key(self, e: entry.Entry, public: str) -> str:
         import hashlib
@@ -119,122 +120,135 @@ class SignatureMemo:
             append_durable(self.path, ("\n".join(self.new) + "\n").encode("ascii"))
 
 
+@dataclass
+class _Chains:
+    """Every file's good entries, indexed: the first entry of each id (`by_id`), each chain's
+    entries by sequence number, the second entries of forked ids; and the entries present but
+    not good: their seqs per chain (`damaged`: reported, never counted missing) and ids."""
+
+    by_id: dict[str, Seen] = field(default_factory=dict)
+    chains: dict[str, dict[int, Seen]] = field(default_factory=lambda: defaultdict(dict))
+    forked: dict[str, list[tuple[str, Seen]]] = field(default_factory=lambda: defaultdict(list))
+    damaged: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    bad_ids: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Report:
+    """The problems of one log, in the order found, and the ids reported missing."""
+
+    live_rel: str
+    problems: list[LogProblem] = field(default_factory=list)
+    reported_missing: set[str] = field(default_factory=set)
+
+    def missing(self, mid: str, message: str) -> None:
+        self.problems.append(LogProblem(self.live_rel, "missing", message, mid))
+        self.reported_missing.add(mid)
+
+
 def _verify_log(
     vault: Vault, log_name: str, keys: dict[str, Any], memo: SignatureMemo | None = None
 ) -> tuple[dict[str, int], list[LogProblem]]:
-
-    problems: list[LogProblem] = []
-    checked: dict[str, int] = {}
-    located: list[tuple[str, entry.Entry]] = []
-    require = vault.config.log.require_signatures
+    """One log's checks, phase by phase: each file on its own (or what the file memo kept of
+    it), then across files: chains and order, sequence gaps, forks, anchored heads, the
+    journal. When no file, nor the journal, nor the keys changed since the last run, its
+    report is the last run's (`LogMemo`)."""
     # the journal before the files: an append writes the log, then the journal, so an entry
     # journaled before the files are read is in them unless it was really lost (read the
     # other way round, an append landing in between would look missing)
-    journal = {e.id: e for e in log.read_journal(vault, log_name)}
-    for path in log.chain_files(vault, log_name):
-        rel = vault.rel(path)
-        parsed = entry.read_file(path)
-        checked[rel] = len(parsed.entries)
-        for frag in parsed.fragments:
-            what = {
-                "torn": "an incomplete entry (a write was cut short); it is not read as an entry",
-                "bad-metadata": "an entry whose metadata comment does not parse",
-                "orphan-metadata": "a metadata comment with no entry header above it",
-            }[frag.kind]
-            problems.append(
-                LogProblem(
-                    rel,
-                    frag.kind,
-                    f"{what} (lines {frag.line_start}-{frag.line_end})",
-                    None,
-                    frag.line_start,
-                )
-            )
-        located += [(rel, e) for e in parsed.entries]
+    journal_data = log.journal_bytes(vault, log_name)
+    files = read_files(vault, log_name)
+    ctx = context(keys, vault.config.log.require_signatures, log_name)
+    whole = LogMemo(vault, log_name, ctx, journal_data, files, use=memo is not None and memo.use)
+    kept = whole.load()
+    if kept is not None:
+        return kept
+    journal = {e.id: e for e in log.read_journal(vault, log_name, journal_data)}
+    scans = scan_files(vault, files, log_name, keys, memo, ctx)
+    report = _Report(vault.rel(log.log_file(vault, log_name)))
+    report.problems += [p for s in scans for p in s.fragments]
+    report.problems += [p for s in scans for p in s.problems]
+    index = _index_chains(scans, log_name, report)
+    _check_sequences(index, journal, log_name, report)
+    report.problems += _check_forks(report.live_rel, index.chains, index.forked)
+    _check_anchors(scans, index, journal, log_name, report)
+    _check_journal(journal, index, report)
+    checked = {s.rel: s.checked for s in scans}
+    whole.save(checked, report.problems)
+    return checked, report.problems
 
-    all_ids = {e.id for _rel, e in located}  # damaged ones too: they are reported, not missing
-    good: list[tuple[str, entry.Entry]] = []
-    for rel, e in located:
-        if e.log != log_name:
-            problems.append(
-                LogProblem(
-                    rel, "misplaced", f"a {e.log} entry in the {log_name} log", e.id, e.line_start
-                )
-            )
-        wrong = entry_problem(e, keys, require=require, memo=memo)
-        if wrong is not None:
-            kind, message, fatal = wrong
-            problems.append(LogProblem(rel, kind, message, e.id, e.line_start))
-            if fatal:
-                continue
-        good.append((rel, e))
 
-    by_id: dict[str, entry.Entry] = {}
-    chains: dict[str, dict[int, entry.Entry]] = defaultdict(dict)
-    forked: dict[str, list[tuple[str, entry.Entry]]] = defaultdict(list)
+def _index_chains(scans: list[FileScan], log_name: str, report: _Report) -> _Chains:
+    """Phase 2: every good entry into its chain, in file order; a second copy of an entry is a
+    duplicate, a second entry under one id a fork, an entry before one it follows reordered."""
+    index = _Chains()
+    for scan in scans:
+        for mid, seq in scan.bad:  # present, but failed their own checks
+            index.bad_ids.add(mid)
+            index.damaged[entry.chain_of(mid)].add(seq)
     last_seq: dict[str, int] = {}
-    for rel, e in good:
-        seen = by_id.get(e.id)
-        if seen is not None:
-            if seen.hash == e.hash:
-                problems.append(
+    for scan in scans:
+        rel = scan.rel
+        for e in scan.good:
+            seen = index.by_id.get(e.id)
+            if seen is not None:
+                if seen.hash == e.hash:
+                    report.problems.append(
+                        LogProblem(
+                            rel,
+                            "duplicate",
+                            f"{e.id} appears more than once (vaultmem repair removes the copy)",
+                            e.id,
+                            e.line_start,
+                        )
+                    )
+                else:
+                    # a fork (one key writing on two machines): a conflict until a merge joins it
+                    index.forked[e.chain].append((rel, e))
+                continue
+            index.by_id[e.id] = e
+            name = e.chain
+            index.chains[name][e.seq] = e
+            if e.seq < last_seq.get(name, 0):
+                report.problems.append(
                     LogProblem(
                         rel,
-                        "duplicate",
-                        f"{e.id} appears more than once (vaultmem repair removes the copy)",
+                        "reordered",
+                        f"{e.id} stands after {entry.chain_id(name, last_seq[name], log_name)} "
+                        "(out of order; vaultmem repair puts the file back in order)",
                         e.id,
                         e.line_start,
                     )
                 )
-            else:
-                # a fork (one key writing on two machines): a conflict until a merge joins it
-                forked[entry.chain_of(e.id)].append((rel, e))
-            continue
-        by_id[e.id] = e
-        name = entry.chain_of(e.id)
-        chains[name][e.seq] = e
-        if e.seq < last_seq.get(name, 0):
-            problems.append(
-                LogProblem(
-                    rel,
-                    "reordered",
-                    f"{e.id} stands after {entry.chain_id(name, last_seq[name], log_name)} "
-                    "(out of order; vaultmem repair puts the file back in order)",
-                    e.id,
-                    e.line_start,
-                )
-            )
-        last_seq[name] = max(last_seq.get(name, 0), e.seq)
+            last_seq[name] = max(last_seq.get(name, 0), e.seq)
+    return index
 
-    live_rel = vault.rel(log.log_file(vault, log_name))
-    reported_missing: set[str] = set()
-    damaged = defaultdict(set)  # chain -> seqs present in the files but not verifiable
-    for _rel, e in located:
-        damaged[entry.chain_of(e.id)].add(e.seq)
 
-    def missing(mid: str, message: str) -> None:
-        problems.append(LogProblem(live_rel, "missing", message, mid))
-        reported_missing.add(mid)
-
-    for agent, chain in sorted(chains.items()):  # `agent` names a chain: ella or ella.k2f7
+def _check_sequences(
+    index: _Chains, journal: dict[str, entry.Entry], log_name: str, report: _Report
+) -> None:
+    """Phase 3: each chain's sequence numbers without gaps, each entry's prev the hash of the
+    one before it."""
+    for agent, chain in sorted(index.chains.items()):  # `agent` names a chain: ella, ella.k2f7
         # walk the sequence numbers present, never a range: a forged seq of 10**12 costs
         # nothing, and a gap is reported once, as a range, when it is long
         expected_next = 1
+        damaged = index.damaged[agent]
         for seq in sorted(chain):
             if seq > expected_next:
                 gap = [
                     s
                     for s in range(expected_next, min(seq, expected_next + GAP_DETAIL))
-                    if s not in damaged[agent]
+                    if s not in damaged
                 ]
                 for s in gap:
                     mid = entry.chain_id(agent, s, log_name)
                     hint = " (the journal has it: run vaultmem repair)" if mid in journal else ""
-                    missing(mid, f"{mid} is missing: {agent}'s sequence jumps over it{hint}")
+                    report.missing(mid, f"{mid} is missing: {agent}'s sequence jumps over it{hint}")
                 if seq - expected_next > GAP_DETAIL:
                     first = entry.chain_id(agent, expected_next + GAP_DETAIL, log_name)
                     last = entry.chain_id(agent, seq - 1, log_name)
-                    missing(
+                    report.missing(
                         first,
                         f"{first} … {last} are missing ({seq - expected_next - GAP_DETAIL:,} "
                         f"more entries): {agent}'s sequence jumps to {seq}",
@@ -242,10 +256,10 @@ def _verify_log(
             cur = chain[seq]
             before = chain.get(seq - 1)
             expected = None if seq == 1 else (before.hash if before else cur.prev)
-            if cur.prev != expected and agent not in forked:
-                problems.append(
+            if cur.prev != expected and agent not in index.forked:
+                report.problems.append(
                     LogProblem(
-                        live_rel,
+                        report.live_rel,
                         "broken-chain",
                         f"{cur.id} does not follow {agent}'s previous entry (prev hash mismatch)",
                         cur.id,
@@ -254,55 +268,81 @@ def _verify_log(
                 )
             expected_next = seq + 1
 
-    problems += _check_forks(live_rel, chains, forked)
 
-    # anchored heads: every signed entry names the other agents' chain heads it saw, so a
-    # dropped newest entry or a rewritten chain shows even on a fresh clone with no journal
-    for rel, e in good:
-        for other, (seq, prefix) in sorted(e.heads.items()):
-            tid = entry.chain_id(other, seq, log_name)
-            target = chains.get(other, {}).get(seq)
-            if target is not None and not target.hash.removeprefix("sha256:").startswith(prefix):
-                # on a forked chain the entry seen may be the other branch's
-                target = next(
-                    (
-                        f
-                        for _r, f in forked.get(other, [])
-                        if f.seq == seq and f.hash.removeprefix("sha256:").startswith(prefix)
-                    ),
-                    target,
-                )
-            if target is None:
-                if tid in reported_missing or seq in damaged[other]:
-                    continue
-                end = max(chains[other]) if chains.get(other) else 0
-                missing(
-                    tid,
-                    f"{tid} is missing: {e.id} saw {other}'s chain reach it, but the log ends "
-                    f"at {other}.{end}" + (" (run vaultmem repair)" if tid in journal else ""),
-                )
-            elif not target.hash.removeprefix("sha256:").startswith(prefix):
-                problems.append(
-                    LogProblem(
-                        rel,
-                        "edited",
-                        f"{tid} is not the entry {e.id} saw when it was written "
-                        "(its anchored hash differs): the chain was rewritten",
-                        tid,
-                        target.line_start,
-                    )
-                )
+def _check_anchors(
+    scans: list[FileScan],
+    index: _Chains,
+    journal: dict[str, entry.Entry],
+    log_name: str,
+    report: _Report,
+) -> None:
+    """Phase 5: anchored heads. Every signed entry names the other agents' chain heads it saw,
+    so a dropped newest entry or a rewritten chain shows even on a fresh clone with no journal."""
+    for scan in scans:
+        rel = scan.rel
+        for e in scan.good:
+            for other, (seq, prefix) in sorted(e.heads.items()):
+                _check_anchor(rel, e, other, seq, prefix, index, journal, log_name, report)
 
-    # the journal holds what this machine appended: an entry with the same id but another
-    # hash was replaced after it was written (re-signed, or with a key that is not ours)
+
+def _check_anchor(
+    rel: str,
+    e: Seen,
+    other: str,
+    seq: int,
+    prefix: str,
+    index: _Chains,
+    journal: dict[str, entry.Entry],
+    log_name: str,
+    report: _Report,
+) -> None:
+    target = index.chains.get(other, {}).get(seq)
+    if target is not None and not target.hash.removeprefix("sha256:").startswith(prefix):
+        # on a forked chain the entry seen may be the other branch's
+        target = next(
+            (
+                f
+                for _r, f in index.forked.get(other, [])
+                if f.seq == seq and f.hash.removeprefix("sha256:").startswith(prefix)
+            ),
+            target,
+        )
+    if target is None:
+        tid = entry.chain_id(other, seq, log_name)
+        if tid in report.reported_missing or seq in index.damaged[other]:
+            return
+        end = max(index.chains[other]) if index.chains.get(other) else 0
+        report.missing(
+            tid,
+            f"{tid} is missing: {e.id} saw {other}'s chain reach it, but the log ends "
+            f"at {other}.{end}" + (" (run vaultmem repair)" if tid in journal else ""),
+        )
+    elif not target.hash.removeprefix("sha256:").startswith(prefix):
+        tid = entry.chain_id(other, seq, log_name)
+        report.problems.append(
+            LogProblem(
+                rel,
+                "edited",
+                f"{tid} is not the entry {e.id} saw when it was written "
+                "(its anchored hash differs): the chain was rewritten",
+                tid,
+                target.line_start,
+            )
+        )
+
+
+def _check_journal(journal: dict[str, entry.Entry], index: _Chains, report: _Report) -> None:
+    """Phase 6: the journal holds what this machine appended. An entry with the same id but
+    another hash was replaced after it was written (re-signed, or with a key that is not
+    ours); one the files do not have at all was lost."""
     for mid, je in journal.items():
-        found = by_id.get(mid)
+        found = index.by_id.get(mid)
         if found is not None and je.hash and found.hash != je.hash:
-            if any(f.hash == je.hash for _r, f in forked.get(entry.chain_of(mid), [])):
+            if any(f.hash == je.hash for _r, f in index.forked.get(entry.chain_of(mid), [])):
                 continue  # this machine's branch of a fork
-            problems.append(
+            report.problems.append(
                 LogProblem(
-                    live_rel,
+                    report.live_rel,
                     "edited",
                     f"{mid} differs from the entry this machine appended ({je.time}); "
                     "run vaultmem repair to put the original back",
@@ -310,24 +350,24 @@ def _verify_log(
                     found.line_start,
                 )
             )
-    reported = {p.id for p in problems}
+    reported = {p.id for p in report.problems}
     for mid, je in journal.items():
-        if mid not in all_ids and mid not in reported_missing and mid not in reported:
-            problems.append(
+        present = mid in index.by_id or mid in index.bad_ids
+        if not present and mid not in report.reported_missing and mid not in reported:
+            report.problems.append(
                 LogProblem(
-                    live_rel,
+                    report.live_rel,
                     "missing",
                     f"{mid} ({je.time}, {je.agent}: {je.summary[:60]}) was appended but is not in the log (run vaultmem repair)",
                     mid,
                 )
             )
-    return checked, problems
 
 
 def _check_forks(
     live_rel: str,
-    chains: dict[str, dict[int, entry.Entry]],
-    forked: dict[str, list[tuple[str, entry.Entry]]],
+    chains: dict[str, dict[int, Seen]],
+    forked: dict[str, list[tuple[str, Seen]]],
 ) -> list[LogProblem]:
     """A chain with two entries under one id is a graph: each entry must follow an entry one
     sequence number below, and a signed merge entry must join the branches (one last entry)."""
@@ -373,8 +413,9 @@ def _check_forks(
 def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
     """Check every entry's hash, signature and chain in both logs; report every problem.
 
-    Signatures this machine already checked are remembered (`SignatureMemo`); `full` checks
-    every one again."""
+    Signatures this machine already checked are remembered (`SignatureMemo`), and so is what was
+    found in the bytes of a file that did not change (`verify_files.FileMemo`); `full`
+    checks everything again."""
     from vaultmem.nexus import signing
 
     keys, key_files = signing.keys_report(vault)

@@ -305,7 +305,7 @@ def move_tree(vault: Vault, root: Path, frm: str, to: str) -> list[str]:
 
 
 def _apply(vault: Vault, root: Path, moves: list[Move], contents: dict[str, bytes]) -> list[str]:
-    from vaultmem.core.fsio import _before_rename
+    from vaultmem.core.fsio import before_step
 
     notes = []
     for mv in moves:
@@ -317,7 +317,7 @@ def _apply(vault: Vault, root: Path, moves: list[Move], contents: dict[str, byte
         with contextlib.suppress(OSError):
             fd = os.open(target, os.O_RDONLY)
         try:
-            _before_rename()
+            before_step()
             if mv.tmp is not None:
                 os.replace(root / mv.tmp, target)
             else:
