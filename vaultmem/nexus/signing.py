@@ -1,5 +1,4 @@
 """Ed25519 keys and signatures for log entries. The only module that imports `cryptography`.
-
 Where keys live:
 
 - the private key of each agent key: `<VAULTMEM_HOME>/keys/<agent>/<key-id>.key` (base64 of the
@@ -36,7 +35,7 @@ from vaultmem.core import clock, config
 from vaultmem.core.errors import IntegrityError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_private
 from vaultmem.core.locking import exclusive, lock_path
-from vaultmem.core.names import AGENT_NAME
+from vaultmem.core.names import AGENT_NAME_RE
 from vaultmem.core.vault import Vault, validate_name
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ _KEY_LINE = re.compile(
     r"(?: created (?P<created>\S+))?"
     r"(?: device (?P<device>[a-z2-7]{4}))?"
     r"(?: approved-by (?:`(?P<by_key>k-[0-9a-f]{16})` sig `(?P<ksig>[A-Za-z0-9+/]{86}==)`"
-    rf"|reviewer (?P<reviewer>{AGENT_NAME})"
+    rf"|reviewer (?P<reviewer>{AGENT_NAME_RE.pattern})"
     r"(?: `(?P<rkey>k-[0-9a-f]{16})` sig `(?P<rsig>[A-Za-z0-9+/]{86}==)`)?(?: (?P<at>\S+))?))?"
 )
 
