@@ -153,7 +153,10 @@ def test_a_hand_pulled_hostile_vaultmem_folder_is_never_trusted(tmp_path: Path) 
     assert hook.returncode == 0, hook.stderr
     found = json.loads(vm("recall", "refunds", "--json", *at, home=home).stdout)
     assert found["hits"] and found["hits"][0]["path"] == "wiki/Refunds.md"
-    assert any("never opened" in w for w in found["index"]["warnings"]) or found["index"]["rebuilt"]
+    # the prompt hook's recall met the planted index first: it says so to the person (stderr),
+    # not to the model, and rebuilt it; the recall after finds this machine's own index
+    assert "never opened" in hook.stderr
+    assert "never opened" not in hook.stdout
     assert not marker.exists()
     assert not (vault / ".vaultmem" / "index" / "g-00000000").exists()
 

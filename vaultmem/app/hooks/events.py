@@ -279,13 +279,18 @@ def delta(
     return Delta(text, next_cursor, moved, len(chosen), behind)
 
 
-def recall_lines(vault: Vault, agent: str, query: str, shown: set[str]) -> list[tuple[str, str]]:
-    """(key, line) for recall hits worth adding to this turn: strong, not already in context."""
+def recall_lines(
+    vault: Vault, agent: str, query: str, shown: set[str]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """(key, line) for recall hits worth adding to this turn (strong, not already in context),
+    and the index's warnings (e.g. a folder git put there, deleted and rebuilt), which are for
+    the person (stderr), not the model."""
     from vaultmem.search.query import recall
 
     settings = vault.config.hooks
     result = recall(vault, query, limit=settings.recall_hits + 4, agent=agent)
-    out = []
+    warnings = list(result.index.warnings)
+    out: list[tuple[str, str]] = []
     for hit in result.hits:
         key = f"{hit.path}#{hit.line_start}"
         if hit.score < settings.recall_min_score or hit.kind in ("log", "identity"):
@@ -297,7 +302,7 @@ def recall_lines(vault: Vault, agent: str, query: str, shown: set[str]) -> list[
         out.append((key, f"- {where} (lines {hit.line_start}-{hit.line_end}): {snippet}"))
         if len(out) >= settings.recall_hits:
             break
-    return out
+    return out, warnings
 
 
 def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
@@ -316,8 +321,10 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
         else set()
     )
     hits: list[tuple[str, str]] = []
+    warned = ""
     if payload.prompt and names_something(str(vault.root), agent, payload.prompt):
-        hits = recall_lines(vault, agent, payload.prompt, shown)
+        hits, warnings = recall_lines(vault, agent, payload.prompt, shown)
+        warned = "".join(f"vaultmem: {w}\n" for w in warnings)
         room = budget - sum(sections.estimate_tokens(p) for p in parts)
         while hits and sections.estimate_tokens("\n".join(h for _k, h in hits)) > room:
             hits.pop()
@@ -327,7 +334,7 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
             + sections.fence("\n".join(line for _k, line in hits))
         )
     if not parts and not moved:
-        return Outcome()  # nothing new: print nothing, write nothing
+        return Outcome(stderr=warned)  # nothing new: print nothing, write nothing
 
     def after() -> None:
         if moved:
@@ -344,10 +351,13 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
             )
 
     if not parts:
-        return Outcome(after=after)  # only the agent's own entries are new
+        return Outcome(stderr=warned, after=after)  # only the agent's own entries are new
     context = "\n\n".join(parts)
     return Outcome(
-        hook_json(HookEvent.PROMPT, context, payload.hook_event_name), after=after, context=context
+        hook_json(HookEvent.PROMPT, context, payload.hook_event_name),
+        stderr=warned,
+        after=after,
+        context=context,
     )
 
 
