@@ -232,3 +232,22 @@ def test_the_server_setup_writes_starts_without_typer() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "/v", "ella", "True", "False"]
+
+
+def test_a_diff_appended_over_mcp_is_fenced_like_one_piped_to_the_cli(vault: Path) -> None:
+    make_keys(vault, "ella")
+    patch = "diff --git a/app.py b/app.py\n@@ -1,2 +1,2 @@\n-import os\n+import sys\n"
+    prose = "- first point\n- second point"
+    _tools, (diff_entry, list_entry) = call(
+        vault,
+        "ella",
+        ("append", {"summary": "Patched the import", "body": patch}),
+        ("append", {"summary": "Two points", "body": prose}),
+    )
+    assert not diff_entry.is_error and not list_entry.is_error
+    log = (vault / "nexus" / "live-context.md").read_text(encoding="utf-8")
+    assert "```diff\n" + patch.rstrip("\n") + "\n```" in log  # Obsidian shows a diff, not lists
+    assert "\n- first point\n- second point" in log  # markdown stays markdown
+    from tests._cli import run_cli
+
+    assert run_cli("verify", "--vault", str(vault)).exit_code == 0

@@ -456,3 +456,21 @@ def test_two_syncs_on_one_machine_do_not_race(machines: dict[str, Path]) -> None
     finally:
         holder.communicate("\n", timeout=30)
     assert vm("sync", "--vault", str(m["a"]), home=m["home-a"]).returncode == 0
+
+
+def test_clone_takes_relative_paths_as_the_shell_does(tmp_path: Path) -> None:
+    """`vaultmem clone ../shared.git machines/laptop` from a folder: both paths are relative to
+    where the person typed it (git once ran in the destination's parent, so the remote was
+    looked up in `machines/` and the clone failed)."""
+    home = tmp_path / "home"
+    res = vm("init", str(tmp_path / "first"), "--agent", "ella", "--git", home=home)
+    assert res.returncode == 0, res.stderr
+    git(tmp_path, "init", "--quiet", "--bare", "shared.git")
+    git(tmp_path / "first", "remote", "add", "origin", str(tmp_path / "shared.git"))
+    git(tmp_path / "first", "push", "--quiet", "-u", "origin", "HEAD")
+    work = tmp_path / "work"
+    (work / "machines").mkdir(parents=True)
+    res = vm("clone", "../shared.git", "machines/laptop", cwd=work, home=tmp_path / "home2")
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert (work / "machines" / "laptop" / "vaultmem.toml").is_file()
+    assert not (work / "machines" / "shared.git").exists()

@@ -333,7 +333,12 @@ def reject(
 )
 def merge(
     fact_id: Annotated[str, typer.Argument(metavar="ID", help="Bank fact id (or file name).")],
-    into: Annotated[str, typer.Option("--into", help="The memory to merge it into (id or name).")],
+    into: Annotated[
+        str,
+        typer.Option(
+            "--into", help="The memory to merge it into: its id, file name or vault path."
+        ),
+    ],
     reviewer: ReviewerOpt = None,
     vault: VaultOpt = None,
     agent: AgentOpt = None,

@@ -102,7 +102,7 @@ class ProfileSettings(Section):
 
 
 class ImportanceSettings(Section):
-    """The weights of an item's importance in the read pack (README: Importance and decay).
+    """The weights of an item's importance in the read pack (docs/cli.md, under `vaultmem read`: "Importance and decay").
 
     score = (type weight + evidence * ln(evidence) + used * ln(1 + uses))
             * (floor + (1 - floor) * 0.5 ** (age in days / half_life_days))

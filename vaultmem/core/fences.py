@@ -17,8 +17,8 @@ pass over the lines (linear time):
   markdown already).
 
 The CLI applies it to a body read from standard input (`append --body -`, both the typer
-command and the start-up fast path go through `cli/hot.py`); the MCP server's append tool can
-call the same function on the body it receives.
+command and the start-up fast path go through `cli/hot.py`) and the MCP server's append tool
+to the body it receives (an agent that pastes a patch gets the same fence).
 """
 
 from __future__ import annotations

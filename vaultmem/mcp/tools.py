@@ -60,7 +60,9 @@ def append(
         EntryType,
         Arg("handoff, question and alert wait for another agent's ack."),
     ] = EntryType.NOTE,
-    body: Annotated[str, Arg("Detail, markdown (optional).")] = "",
+    body: Annotated[
+        str, Arg("Detail, markdown (optional); a diff or code is fenced if it is not already.")
+    ] = "",
     acks: Annotated[list[str] | None, Arg("Ids of the entries this one acknowledges.")] = None,
     to: Annotated[
         list[str] | None,
@@ -70,6 +72,7 @@ def append(
     """Append one signed entry to the shared live-context log after a significant turn
     (a fix, a decision, a handoff, a question, an alert). An alert that repeats an open one
     is not written (`duplicate_of`). Returns the entry with its id."""
+    from vaultmem.core.fences import fence_code
     from vaultmem.nexus.log import append as do_append
 
     v = call.vault()
@@ -79,7 +82,7 @@ def append(
         summary,
         channel=channel.strip(),
         type_=type,
-        body=body,
+        body=fence_code(body),
         acks=cleaned(acks),
         to=cleaned(to),
     )

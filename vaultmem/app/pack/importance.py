@@ -1,7 +1,7 @@
 """Importance and decay: which items a `read --budget` keeps when it must cut.
 
 Every memory, log entry, decision, pending fact, digest and profile line the pack shows as a
-list item gets a score (README, "Importance and decay"):
+list item gets a score (docs/cli.md, under `vaultmem read`: "Importance and decay"):
 
     score = (type weight + evidence * ln(evidence count) + used * ln(1 + uses))
             * (floor + (1 - floor) * 0.5 ** (age in days / half_life_days))

@@ -40,8 +40,10 @@ def clone(url: str, dest: Path) -> Vault:
     if dest.exists() and any(dest.iterdir()):
         raise UsageError(f"{dest} is not empty", "clone into a new folder")
     made = not dest.exists()
-    parent = dest.parent if dest.parent.exists() else Path.cwd()
-    proc = git(parent, "clone", "--quiet", "--no-checkout", "-c", "core.symlinks=false", url,
+    dest = dest.absolute()
+    # git runs where the person typed the command: a relative remote (`../shared.git`) and a
+    # relative folder mean what they mean in their shell, not relative to the folder's parent
+    proc = git(Path.cwd(), "clone", "--quiet", "--no-checkout", "-c", "core.symlinks=false", url,
                str(dest), check=False, timeout=600)  # fmt: skip
     if proc.returncode != 0:
         err = failure(["clone", url], proc)
