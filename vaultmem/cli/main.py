@@ -95,27 +95,41 @@ def _detached(event: str) -> bool:
     return False
 
 
+def _vault_and_agent(
+    args: list[str], switches: tuple[str, ...] = ()
+) -> tuple[dict[str, str], set[str]] | None:
+    """The fast paths' arguments: `--vault V`/`--vault=V` and `--agent A` at most once each,
+    plus the given `switches`; None for anything else (typer then parses it and explains)."""
+    values: dict[str, str] = {}
+    seen: set[str] = set()
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg in switches and arg not in seen:
+            seen.add(arg)
+            continue
+        name, eq, value = arg.partition("=")
+        if name not in ("--vault", "--agent") or name in values:
+            return None
+        if not eq:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        values[name] = value
+    return values, seen
+
+
 def _quiet_sync(args: list[str]) -> bool:
     """`vaultmem sync [--vault V] [--agent A] [--json]` with nothing to do, answered without
     typer in two git calls (app/sync/quiet.py): the hooks' background sync runs it every few
     minutes. Anything else, any error, or something to do: False, and the full sync runs."""
     from vaultmem.core.config import ENV_NO_FAST, env
 
-    values: dict[str, str] = {}
-    rest, as_json = list(args), False
-    while rest:
-        arg = rest.pop(0)
-        if arg == "--json" and not as_json:
-            as_json = True
-            continue
-        name, eq, value = arg.partition("=")
-        if name not in ("--vault", "--agent") or name in values:
-            return False
-        if not eq:
-            if not rest:
-                return False
-            value = rest.pop(0)
-        values[name] = value
+    parsed = _vault_and_agent(args, switches=("--json",))
+    if parsed is None:
+        return False
+    values, switches = parsed
+    as_json = "--json" in switches
     if env(ENV_NO_FAST) or values.get("--vault") == "":
         return False
     from pathlib import Path
@@ -140,18 +154,10 @@ def _serve_mcp(args: list[str]) -> bool:
     """`vaultmem mcp --vault V --agent A`, as setup writes it, without loading typer: a runtime
     starts the server beside each session and gives it about a second before the first request
     (Claude Code's `claude -p` does not wait). Anything else goes through typer as usual."""
-    values: dict[str, str] = {}
-    rest = list(args)
-    while rest:
-        arg = rest.pop(0)
-        name, eq, value = arg.partition("=")
-        if name not in ("--vault", "--agent") or name in values:
-            return False
-        if not eq:
-            if not rest:
-                return False
-            value = rest.pop(0)
-        values[name] = value
+    parsed = _vault_and_agent(args)
+    if parsed is None:
+        return False
+    values = parsed[0]
     if set(values) != {"--vault", "--agent"} or not all(values.values()):
         return False
     from pathlib import Path
