@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,10 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+Step = tuple[str, dict[str, Any]] | Callable[[], object]
 
-async def _session_call(
-    vault: Path, agent: str, calls: list[tuple[str, dict[str, Any]]]
-) -> tuple[list[str], list[Any]]:
+
+async def _session_call(vault: Path, agent: str, calls: list[Step]) -> tuple[list[str], list[Any]]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "vaultmem", "mcp", "--vault", str(vault), "--agent", agent],
@@ -29,13 +30,19 @@ async def _session_call(
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = [t.name for t in (await session.list_tools()).tools]
-        results = [await session.call_tool(name, args) for name, args in calls]
+        results = []
+        for step in calls:
+            if callable(step):  # something done between two calls of the one session
+                step()
+                continue
+            name, args = step
+            results.append(await session.call_tool(name, args))
     return tools, results
 
 
-def call(
-    vault: Path, agent: str, *calls: tuple[str, dict[str, Any]]
-) -> tuple[list[str], list[Any]]:
+def call(vault: Path, agent: str, *calls: Step) -> tuple[list[str], list[Any]]:
+    """Start a server for `agent`, run the tool calls in one session (a callable among them
+    runs between the calls around it), return the tool names and each call's result."""
     return anyio.run(_session_call, vault, agent, list(calls))
 
 

@@ -251,3 +251,38 @@ def test_a_diff_appended_over_mcp_is_fenced_like_one_piped_to_the_cli(vault: Pat
     from tests._cli import run_cli
 
     assert run_cli("verify", "--vault", str(vault)).exit_code == 0
+
+
+def test_a_long_lived_server_recalls_what_changed_between_its_calls(vault: Path) -> None:
+    """The server keeps its index warm (`search.watch.Warm`): a note written, edited or removed
+    between two calls of one session is found (or gone) at the next call, as with the CLI."""
+    note = vault / "wiki" / "Zebra crossing.md"
+
+    def write() -> None:
+        note.parent.mkdir(exist_ok=True)
+        note.write_text("# Zebra crossing\nThe quokka service owns zebra crossings.\n")
+
+    def edit() -> None:
+        note.write_text("# Zebra crossing\nThe wombat service owns zebra crossings now.\n")
+
+    _tools, (before, first, second, moved, again, gone) = call(
+        vault,
+        "ella",
+        ("recall", {"query": "quokka"}),
+        write,
+        ("recall", {"query": "quokka"}),
+        edit,
+        ("recall", {"query": "quokka"}),
+        ("recall", {"query": "wombat"}),
+        ("recall", {"query": "wombat"}),  # nothing changed in between
+        note.unlink,
+        ("recall", {"query": "wombat"}),
+    )
+    assert payload(before)["hits"] == []
+    assert [h["path"] for h in payload(first)["hits"]] == ["wiki/Zebra crossing.md"]
+    assert payload(second)["hits"] == []
+    assert [h["path"] for h in payload(moved)["hits"]] == ["wiki/Zebra crossing.md"]
+    assert payload(again)["hits"] == payload(moved)["hits"]
+    assert payload(again)["index"]["checked_by"] == "watcher"  # no walk: the server's own watch
+    assert payload(gone)["hits"] == []
+    assert not list((vault / ".vaultmem" / "locks").glob("warm-*"))  # closed with the session

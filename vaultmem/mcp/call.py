@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
+
+if TYPE_CHECKING:
+    from vaultmem.search.query import RecallResult
+    from vaultmem.search.watch import Warm
 
 # MCP tool annotations (https://modelcontextprotocol.io/specification/2025-11-25/server/tools)
 READS = {"readOnlyHint": True, "openWorldHint": False}
@@ -31,6 +35,31 @@ class Session:
             opened.require_agent(agent)
         except VaultmemError as exc:
             self.problem = exc
+        self._warm: Warm | None = None
+        self._cold = False  # True once watching failed: recall walks, as the CLI's does
+
+    def recall(self, vault: Vault, query: str, **kw: Any) -> RecallResult:
+        """A recall through a `Warm` this server starts at its first recall and keeps: later
+        recalls stat only what changed since (issue 23). Where the vault cannot be watched
+        (read-only, out of inotify watches) a plain recall."""
+        from vaultmem.search.query import recall
+
+        if self._warm is None and not self._cold:
+            from vaultmem.search.watch import Warm
+
+            try:
+                self._warm = Warm(vault)
+            except OSError:
+                self._cold = True
+        if self._warm is None:
+            return recall(vault, query, **kw)
+        result: RecallResult = self._warm.recall(query, vault=vault, **kw)
+        return result
+
+    def close(self) -> None:
+        if self._warm is not None:
+            self._warm.close()
+            self._warm = None
 
 
 class Call:
@@ -47,6 +76,10 @@ class Call:
 
     def me(self, vault: Vault) -> str:
         return vault.require_agent(self._session.agent)
+
+    def recall(self, vault: Vault, query: str, **kw: Any) -> RecallResult:
+        """`query.recall`, kept warm across this server's calls (`Session.recall`)."""
+        return self._session.recall(vault, query, **kw)
 
 
 class Text:

@@ -196,4 +196,8 @@ class Server:
 
 def serve(vault_path: Path | None, agent: str) -> None:
     """Run the server on stdio until the client disconnects."""
-    protocol.serve(Server(vault_path, agent).methods)
+    server = Server(vault_path, agent)
+    try:
+        protocol.serve(server.methods)
+    finally:
+        server.session.close()

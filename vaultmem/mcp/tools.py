@@ -157,13 +157,12 @@ def recall(
     from vaultmem.app.pack.receipts import record
     from vaultmem.core.clock import point_day
     from vaultmem.search.filters import RecallFilters
-    from vaultmem.search.query import recall as do_recall
 
     v = call.vault()
     who = call.me(v)
     day = point_day(since.strip(), "since") if since else None  # the CLI's one time grammar
     filters = RecallFilters.of(kind=kind, type=type, under=clean(under), since=day)
-    result = do_recall(v, query, limit=limit, filters=filters, agent=who, mode=mode)
+    result = call.recall(v, query, limit=limit, filters=filters, agent=who, mode=mode)
     data = dict(result.to_dict())
     ids = [h.id for h in result.hits if h.id]
     paths = [f"{h.path}:{h.line_start}-{h.line_end}" for h in result.hits if not h.id]

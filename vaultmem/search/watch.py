@@ -179,16 +179,20 @@ class Warm:
             self._observer = Observer()
         self._synced = False  # True once a refresh has seen everything up to the last drain
 
-    def recall(self, query: str, **kw: Any) -> Any:
+    def recall(self, query: str, *, vault: Vault | None = None, **kw: Any) -> Any:
+        """`query.recall(vault, query, **kw)`; `vault` is this vault opened again (the MCP
+        server re-reads vaultmem.toml per call), the one given at the start by default."""
         from vaultmem.search.query import recall
 
+        if vault is not None and vault.root != self.vault.root:
+            raise ValueError(f"{vault.root} is not the vault this Warm watches")
         synced = self._synced and self._observer.is_alive() and self._barrier()
         with self._handler.lock:
             paths = frozenset(self._handler.paths)
             self._handler.paths.clear()
         changed = paths if synced else None
         try:
-            result = recall(self.vault, query, changed=changed, **kw)
+            result = recall(vault or self.vault, query, changed=changed, **kw)
         except BaseException:
             self._put_back(paths)
             raise
