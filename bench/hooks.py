@@ -48,6 +48,7 @@ TRANSCRIPT = (
 )
 QUIET_PROMPT = "ok, go ahead with that"
 RECALL_PROMPT = "how do we handle stripe webhook retries?"
+WARNED: set[str] = set()
 
 
 def run_hook(
@@ -63,8 +64,13 @@ def run_hook(
         check=False,
     )
     elapsed = time.perf_counter() - start
-    if proc.returncode != 0 or proc.stderr:
+    if proc.returncode != 0 or any(
+        line and not line.startswith("vaultmem: ") for line in proc.stderr.splitlines()
+    ):
         raise SystemExit(f"hook {event} failed: {proc.stderr[-400:]}")
+    if proc.stderr and proc.stderr not in WARNED:  # a note for the person, e.g. keyword only
+        WARNED.add(proc.stderr)
+        print(f"(hook {event} said: {proc.stderr.strip()})", file=sys.stderr)
     return elapsed, proc.stdout
 
 

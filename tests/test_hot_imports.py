@@ -118,3 +118,32 @@ def test_hooks_import_only_what_they_use(turn_vault: Path, tmp_path: Path) -> No
     mods = loaded(tmp_path, ["hook", "prompt", *v], json.dumps(prompt))
     assert "vaultmem.app.hooks.quick" in mods
     _check("hook prompt (nothing new)", mods)
+
+
+def test_an_auto_recall_on_a_vault_not_yet_embedded_loads_no_model(tmp_path: Path) -> None:
+    """With the semantic extra installed and a vault too large to embed inside a recall, "auto"
+    searches by keyword; it used to load the transformer first (onnxruntime, ~0.5 s and 250 MB
+    on every prompt hook that recalled) only to decide it would not use it."""
+    from vaultmem.app.lifecycle.scaffold import init
+    from vaultmem.search import embedder
+    from vaultmem.search.query import AUTO_EMBED_FILES
+
+    if not embedder.available():
+        pytest.skip("the semantic extra is not installed")
+    root = tmp_path / "vault"
+    init(root, agents=["ella"], reviewers=["chiara"])
+    (root / "wiki").mkdir(exist_ok=True)
+    for i in range(AUTO_EMBED_FILES + 5):
+        (root / "wiki" / f"page-{i}.md").write_text(f"# Page {i}\n\nstripe webhooks {i}\n")
+    args = ["recall", "stripe webhooks", "--vault", str(root), "--agent", "ella", "--json"]
+    mods = loaded(tmp_path, args)
+    assert "whoosh" in mods  # it did search
+    check(
+        "recall, auto, not embedded",
+        mods,
+        {
+            "onnxruntime": "the model is not used: keyword search until index --semantic",
+            "numpy": "the same",
+            "tokenizers": "the same",
+        },
+    )

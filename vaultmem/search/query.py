@@ -211,6 +211,16 @@ def _embedded(vault: Vault, model: Model) -> bool:
     return store is not None and store.model == model.fingerprint
 
 
+def _no_store(vault: Vault) -> bool:
+    """True when no vector store exists at all (an unreadable one counts as there)."""
+    from vaultmem.search import vectors
+
+    try:
+        return vectors.load_manifest(vault) is None
+    except ValueError:
+        return False
+
+
 def _why_keyword(vault: Vault) -> tuple[str, ...]:
     """Why "auto" searched by keyword only, when someone asked for embeddings: a model set by
     hand, or the semantic runtime installed; silent for a keyword-only install."""
@@ -304,25 +314,35 @@ def recall(
     parsed = parse_query(query, filters, agent=agent)
     wanted = resolve_mode(vault, mode)
     auto = (mode or vault.config.recall.mode).lower() == "auto"
+    not_embedded = (
+        f"not embedded for this model yet: keyword search only (run `vaultmem index --semantic "
+        f"--vault {vault.root}` once; later edits are embedded by recall itself)"
+    )
+    fresh: refresh.Freshness | None = None
+    too_big = False
+    if auto and wanted != "keyword" and _no_store(vault):
+        # nothing embedded yet: the model (onnxruntime: ~0.5 s, 250 MB) is loaded only if the
+        # vault is small enough to embed now, so this recall costs what a keyword one does
+        fresh = refresh.refresh(vault, model=None, embed_progress=progress, changed=changed)
+        too_big, wanted = (True, "keyword") if fresh.files > AUTO_EMBED_FILES else (False, wanted)
     model, used, notes = load_model(vault, wanted, progress=progress, fallback=auto)
     if auto and used == "keyword" and not notes:
         notes = _why_keyword(vault)
+        if too_big and not notes:
+            assert fresh is not None
+            notes = (f"the vault's {fresh.files} files are {not_embedded}",)
     waiting = None
     if auto and model is not None and not _embedded(vault, model):
         waiting, model = model, None  # embedded below only if the vault is small
-    fresh = refresh.refresh(vault, model=model, embed_progress=progress, changed=changed)
+    if fresh is None:
+        fresh = refresh.refresh(vault, model=model, embed_progress=progress, changed=changed)
     if waiting is not None:
         if fresh.files <= AUTO_EMBED_FILES:
             model = waiting
             fresh = refresh.refresh(vault, model=model, embed_progress=progress)
         else:
             used = "keyword"
-            notes = (
-                *notes,
-                f"the vault's {fresh.files} files are not embedded for this model yet: keyword "
-                f"search only (run `vaultmem index --semantic --vault {vault.root}` once; later "
-                "edits are embedded by recall itself)",
-            )
+            notes = (*notes, f"the vault's {fresh.files} files are {not_embedded}")
     if notes or cut:
         fresh = _with_warnings(fresh, (*notes, *cut))
 
