@@ -75,9 +75,8 @@ def per_turn_vault(
     """The vault the per-turn figures are taken on (issue 23): `agents` agents with keys,
     `entries` signed log entries spread over them (real chains, real signatures), and `facts`
     shared memory notes with their MEMORY.md lines."""
-    from dataclasses import replace
-
     from vaultmem.app.lifecycle.scaffold import init
+    from vaultmem.core.records import evolve
     from vaultmem.core.vault import Vault
     from vaultmem.memory.facts import remember
     from vaultmem.nexus import entry, signing
@@ -113,7 +112,7 @@ def per_turn_vault(
             key=signer.key_id,
         )
         digest = e.compute_hash()
-        e = replace(e, hash=digest, sig=signer.sign(digest))
+        e = evolve(e, hash=digest, sig=signer.sign(digest))
         heads[agent] = e.hash
         blocks.append(entry.render(e))
     with open(v.live_context, "a", encoding="utf-8") as fh:

@@ -12,9 +12,9 @@ import argparse
 import shutil
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
+from vaultmem.core.records import evolve
 from vaultmem.nexus import entry, reading
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,7 +50,7 @@ def generate(root: Path, n: int) -> float:
                 prev=heads[agent],
                 key=signer.key_id,
             )
-            e = replace(e, hash=e.compute_hash(), sig=sig)
+            e = evolve(e, hash=e.compute_hash(), sig=sig)
             heads[agent] = e.hash
             buf.append(entry.render(e))
             if len(buf) >= 10_000:

@@ -21,8 +21,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
+
+from vaultmem.core.records import evolve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_note, median_ms, precompile, timed
@@ -76,7 +77,7 @@ def generate_inbox(root: Path, open_items: int, n: int, reader: str) -> None:
             prev=heads[agent],
             key=signer.key_id,
         )
-        e = replace(e, hash=e.compute_hash(), sig=sig)
+        e = evolve(e, hash=e.compute_hash(), sig=sig)
         heads[agent] = e.hash
         blocks.append(entry.render(e))
     with open(v.live_context, "a", encoding="utf-8") as fh:

@@ -26,8 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
+
+from vaultmem.core.records import evolve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_note, precompile, scratch_vault, timed
@@ -82,8 +83,8 @@ def big_log(root: Path, env: dict[str, str], n: int) -> None:
                 prev=heads[agent],
                 key=signer.key_id,
             )
-            e = replace(e, hash=e.compute_hash())
-            e = replace(e, sig=signer.sign(e.hash))
+            e = evolve(e, hash=e.compute_hash())
+            e = evolve(e, sig=signer.sign(e.hash))
             heads[agent] = e.hash
             buf.append(entry.render(e))
             if len(buf) >= 5_000:

@@ -25,6 +25,9 @@ EVERYWHERE = {
     "http": "the same",
     "email": "the same (urllib.request's dependency)",
     "dbm": "nothing keeps a dbm file",
+    "dataclasses": "value classes are core.records.record: dataclasses costs ~12 ms to import "
+    "(with inspect) and ~1 ms a class",
+    "inspect": "the same (dataclasses imported it)",
 }
 YAML = {
     "yaml": "frontmatter vaultmem writes is read by notes.simple_mapping, without PyYAML",

@@ -71,9 +71,8 @@ def fresh_vault(tmp_path: Path) -> Path:
 def bulk_append(path: Path, agent: str, n: int, *, summary: str = "noise") -> None:
     """Append `n` signed entries by `agent` in one write: a long log in a fraction of the time
     `n` appends take (each fsyncs twice). The chain continues from the agent's head."""
-    from dataclasses import replace
-
     from vaultmem.core import clock
+    from vaultmem.core.records import evolve
     from vaultmem.nexus import entry, log, signing
 
     v = Vault.open(path)
@@ -97,7 +96,7 @@ def bulk_append(path: Path, agent: str, n: int, *, summary: str = "noise") -> No
             key=signer.key_id,
         )
         digest = e.compute_hash()
-        e = replace(e, hash=digest, sig=signer.sign(digest))
+        e = evolve(e, hash=digest, sig=signer.sign(digest))
         prev = digest
         blocks.append(entry.render(e))
     with open(v.live_context, "a", encoding="utf-8") as fh:

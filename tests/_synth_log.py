@@ -9,10 +9,10 @@ Used by the year-long digest test and by bench/digest.py: appending 50,000 entri
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, signing
 
@@ -129,7 +129,7 @@ def write_log(
             key=signers[agent].key_id,
         )
         digest = e.compute_hash()
-        e = replace(e, hash=digest, sig=signers[agent].sign(digest))
+        e = evolve(e, hash=digest, sig=signers[agent].sign(digest))
         heads[agent] = (seq + 1, digest)
         if type_ == "handoff":
             inbox[to[0]].append(e)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from vaultmem.app.pack import importance, receipts
 from vaultmem.app.pack.sections import Item, Section
 from vaultmem.core import importance as core_importance
 from vaultmem.core.config import ImportanceSettings
+from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
 
@@ -249,7 +249,7 @@ def test_fit_cuts_and_drops_what_it_did_when_it_scored_everything_first(
 
     def rescore(found: list[Section]) -> list[Section]:  # deterministic, by item id
         return [
-            replace(s, items=tuple(replace(i, score=(hash(i.id) ^ seed) % 7) for i in s.items))
+            evolve(s, items=tuple(evolve(i, score=(hash(i.id) ^ seed) % 7) for i in s.items))
             for s in found
         ]
 

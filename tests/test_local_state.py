@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.app.hooks import quick
 from vaultmem.app.pack import build, receipts
 from vaultmem.core import seal
+from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import coord, entry, log, verify
 from vaultmem.search import manifest, query, refresh, vocab
@@ -171,9 +171,9 @@ def _forge(vault: Path, seq: int, *, sign_with: Any = None) -> entry.Entry:
         log="live",
     )
     digest = forged.compute_hash()
-    forged = replace(forged, hash=digest)
+    forged = evolve(forged, hash=digest)
     if sign_with is not None:
-        forged = replace(forged, key=sign_with[0], sig=sign_with[1](digest))
+        forged = evolve(forged, key=sign_with[0], sig=sign_with[1](digest))
     with open(vault / "nexus" / "live-context.md", "a", encoding="utf-8") as fh:
         fh.write(entry.render(forged))
     return forged
@@ -312,7 +312,7 @@ def test_a_planted_journal_line_is_neither_missing_nor_restored(vault: Path) -> 
 
     v = Vault.open(vault)
     log.append(v, "ella", "genuine")
-    forged = replace(
+    forged = evolve(
         log.read_journal(v, "live")[0],
         id="lyra.1",
         agent="lyra",
@@ -323,7 +323,7 @@ def test_a_planted_journal_line_is_neither_missing_nor_restored(vault: Path) -> 
         sig=None,
         hash="",
     )
-    forged = replace(forged, hash=forged.compute_hash())
+    forged = evolve(forged, hash=forged.compute_hash())
     with open(log.journal_path(v, "live"), "a", encoding="utf-8") as fh:
         fh.write(json.dumps(forged.full_dict()) + "\n")
     assert verify.verify(Vault.open(vault), full=True).ok

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core import clock
+from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log, repair, rotate, signing, verify
 
@@ -96,8 +96,8 @@ def test_forged_entry_signed_with_another_agents_key(vault: Path) -> None:
         prev=ella_last.hash,
         key=lyra.key_id,
     )
-    fake = replace(fake, hash=fake.compute_hash())
-    fake = replace(fake, sig=lyra.sign(fake.hash))
+    fake = evolve(fake, hash=fake.compute_hash())
+    fake = evolve(fake, sig=lyra.sign(fake.hash))
     with open(v.live_context, "a", encoding="utf-8") as fh:
         fh.write(entry.render(fake))
     report = verify.verify(v)
@@ -106,9 +106,9 @@ def test_forged_entry_signed_with_another_agents_key(vault: Path) -> None:
     # the same forgery claiming ella's key id: the signature does not match
     ella = signing.signer_for(v, "ella")
     assert ella is not None
-    fake2 = replace(fake, key=ella.key_id)
-    fake2 = replace(fake2, hash=fake2.compute_hash())
-    fake2 = replace(fake2, sig=lyra.sign(fake2.hash))
+    fake2 = evolve(fake, key=ella.key_id)
+    fake2 = evolve(fake2, hash=fake2.compute_hash())
+    fake2 = evolve(fake2, sig=lyra.sign(fake2.hash))
     text = v.live_context.read_text()
     v.live_context.write_text(text[: text.rindex("\n### ")] + entry.render(fake2))
     report = verify.verify(v)
@@ -130,12 +130,12 @@ def test_unregistered_key_and_unsigned_entries_are_reported(vault: Path) -> None
         body="",
         prev=entry.read_file(v.live_context).entries[1].hash,
     )
-    e = replace(e, hash=e.compute_hash())
+    e = evolve(e, hash=e.compute_hash())
     with open(v.live_context, "a", encoding="utf-8") as fh:
         fh.write(entry.render(e))
     assert kinds(verify.verify(v)) == [("unsigned", "lyra.2")]
-    e2 = replace(e, key="k-0123456789abcdef", sig="AAAA")
-    e2 = replace(e2, hash=e2.compute_hash())
+    e2 = evolve(e, key="k-0123456789abcdef", sig="AAAA")
+    e2 = evolve(e2, hash=e2.compute_hash())
     text = v.live_context.read_text()
     v.live_context.write_text(text[: text.rindex("\n### ")] + entry.render(e2))
     assert kinds(verify.verify(v)) == [("unknown-key", "lyra.2")]

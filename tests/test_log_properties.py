@@ -3,12 +3,11 @@ the same summary and body, and the canonical form (hence the hash) is stable."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vaultmem.core.records import evolve
 from vaultmem.nexus import entry as fmt  # `entry` names the helper below
 from vaultmem.nexus import reading
 
@@ -31,7 +30,7 @@ def entry(summary: str, body: str) -> fmt.Entry:
         body=fmt.normalize_body(body),
         extra={"why": body},
     )
-    return replace(e, hash=e.compute_hash())
+    return evolve(e, hash=e.compute_hash())
 
 
 @pytest.mark.slow
@@ -80,8 +79,8 @@ NAMES = st.sampled_from(["lyra", "nova", "all", "a", "b-2", "x_y"])
 @given(st.lists(NAMES, min_size=1, max_size=4, unique=True), TEXT, TEXT)
 def test_addressed_entries_round_trip(to: list[str], summary: str, body: str) -> None:
     """Recipients are read back from the header, whatever the summary says (even `→ x · y`)."""
-    e = replace(entry("→ " + summary, body), to=tuple(to))
-    e = replace(e, hash=e.compute_hash())
+    e = evolve(entry("→ " + summary, body), to=tuple(to))
+    e = evolve(e, hash=e.compute_hash())
     parsed = fmt.parse_bytes(fmt.render(e).encode())
     assert parsed.fragments == ()
     (got,) = parsed.entries

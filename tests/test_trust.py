@@ -307,16 +307,15 @@ def test_a_rewritten_entry_that_the_journal_knows_is_reported_as_edited(
     v = Vault.open(vault)
     e = log.append(v, "ella", "the original").entry
     # re-sign a different entry with the same id (someone holding ella's key, or a bug)
-    from dataclasses import replace
-
+    from vaultmem.core.records import evolve
     from vaultmem.nexus import entry as fmt
     from vaultmem.nexus import signing
 
-    other = replace(e, summary="a different text", hash="", sig=None)
-    other = replace(other, hash=other.compute_hash())
+    other = evolve(e, summary="a different text", hash="", sig=None)
+    other = evolve(other, hash=other.compute_hash())
     signer = signing.signer_for(v, "ella")
     assert signer is not None
-    other = replace(other, sig=signer.sign(other.hash))
+    other = evolve(other, sig=signer.sign(other.hash))
     path = vault / "nexus/live-context.md"
     data = path.read_bytes()
     (last,) = [x for x in fmt.parse_bytes(data).entries if x.id == e.id]
@@ -375,18 +374,18 @@ def test_apply_without_confirmation_changes_nothing(world: tuple[Path, Path]) ->
 def test_a_huge_sequence_number_does_not_hang_verify_or_repair(world: tuple[Path, Path]) -> None:
     vault, _decoy = world
     v = Vault.open(vault)
-    from dataclasses import replace
 
+    from vaultmem.core.records import evolve
     from vaultmem.nexus import entry as fmt
     from vaultmem.nexus import signing
 
     e = log.append(v, "ella", "normal").entry
     huge = f"{fmt.chain_of(e.id)}.{10**12}"  # on the chain this machine writes
-    big = replace(e, id=huge, seq=10**12, summary="huge", hash="", sig=None)
-    big = replace(big, hash=big.compute_hash())
+    big = evolve(e, id=huge, seq=10**12, summary="huge", hash="", sig=None)
+    big = evolve(big, hash=big.compute_hash())
     signer = signing.signer_for(v, "ella")
     assert signer is not None
-    big = replace(big, sig=signer.sign(big.hash))
+    big = evolve(big, sig=signer.sign(big.hash))
     with open(vault / "nexus/live-context.md", "a") as fh:
         fh.write(fmt.render(big))
     for cmd in ("verify", "repair"):

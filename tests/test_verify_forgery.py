@@ -10,12 +10,12 @@ switched off (issue 17's mutation run found both unguarded).
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
+from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log, signing, verify
 
@@ -27,9 +27,9 @@ def vault(tmp_path: Path) -> Path:
 
 def _resign(e: entry.Entry, signer: signing.Signer, **changes: object) -> entry.Entry:
     """`e` with `changes`, hashed and signed again with `signer` (what its author can do)."""
-    changed = replace(e, hash="", sig=None, line_start=0, line_end=0, **changes)  # type: ignore[arg-type]
+    changed = evolve(e, hash="", sig=None, line_start=0, line_end=0, **changes)  # type: ignore[arg-type]
     digest = changed.compute_hash()
-    return replace(changed, hash=digest, sig=signer.sign(digest))
+    return evolve(changed, hash=digest, sig=signer.sign(digest))
 
 
 def _swap_block(path: Path, old: entry.Entry, new: entry.Entry) -> None:
@@ -95,7 +95,7 @@ def test_a_key_of_one_machine_cannot_continue_another_machines_chain(
     v1 = Vault.open(vault)
     signer = signing.signer_for(v1, "ella")
     assert signer is not None and signer.device != device
-    template = replace(first, summary="Deploy without review", seq=2, prev=first.hash)
+    template = evolve(first, summary="Deploy without review", seq=2, prev=first.hash)
     forged = _resign(template, signer, id=f"ella.{device}.2", key=signer.key_id)
     live = vault / "nexus/live-context.md"
     with live.open("a", encoding="utf-8") as fh:

@@ -16,12 +16,12 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests._hostile import evil_generation
+from vaultmem.core.records import evolve
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -64,7 +64,7 @@ def _forge_entry(live: Path) -> str:
         prev="sha256:" + "0" * 64,
         log="live",
     )
-    forged = replace(forged, hash=forged.compute_hash())
+    forged = evolve(forged, hash=forged.compute_hash())
     with open(live, "a", encoding="utf-8") as fh:
         fh.write(entry.render(forged))
     return forged.id

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,12 @@ from vaultmem.bank.review import (
 from vaultmem.core import notes
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import RefusedError, UsageError, VaultmemError
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault, resolve_reviewer
 from vaultmem.memory import facts
 
 
-@dataclass(frozen=True)
+@record
 class Planned:
     """One thing `promote apply` would do, with every field it acts on: each of them is in a
     file an agent can edit, so a person sees them all before anything happens."""
@@ -75,7 +75,7 @@ class Planned:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@record
 class ApplyReport:
     """What `promote apply` carried out, and what it could not (left as the person wrote it)."""
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import secrets
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem.bank import review_page, store
@@ -24,11 +23,12 @@ from vaultmem.bank.model import EVIDENCE_HEADING
 from vaultmem.bank.similarity import signature, similarity
 from vaultmem.core import clock, notes
 from vaultmem.core.fsio import create_exclusive
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts
 
 
-@dataclass(frozen=True)
+@record
 class Member:
     id: str
     name: str
@@ -42,7 +42,7 @@ class Member:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@record
 class Cluster:
     kind: str  # "merge" or "supersede"
     owner: str | None  # None: shared memories; else the agent whose own memories they are
@@ -71,7 +71,7 @@ class Cluster:
         }
 
 
-@dataclass
+@record(frozen=False)
 class _Sets:
     parent: dict[str, str] = field(default_factory=dict)
 
@@ -234,7 +234,7 @@ def _render(agent: str, cluster: Cluster, fact_id: str, stamp: str) -> str:
 
 def propose(vault: Vault, agent: str, clusters: list[Cluster], *, dry_run: bool) -> list[Cluster]:
     """One pending bank note per cluster not proposed before; the clusters with what was done."""
-    from dataclasses import replace
+    from vaultmem.core.records import evolve
 
     agent = vault.require_agent(agent)
     out = []
@@ -245,7 +245,7 @@ def propose(vault: Vault, agent: str, clusters: list[Cluster], *, dry_run: bool)
         folder = vault.rel(vault.bank_dir(agent))
         for cluster in clusters:
             if frozenset(cluster.ids) in seen:
-                out.append(replace(cluster, status="already proposed"))
+                out.append(evolve(cluster, status="already proposed"))
                 continue
             if dry_run:
                 out.append(cluster)
@@ -258,7 +258,7 @@ def propose(vault: Vault, agent: str, clusters: list[Cluster], *, dry_run: bool)
                 if create_exclusive(path, content):
                     break
             seen.add(frozenset(cluster.ids))
-            out.append(replace(cluster, proposal=fact_id, status="written"))
+            out.append(evolve(cluster, proposal=fact_id, status="written"))
         if not dry_run and any(c.status == "written" for c in out):
             review_page.refresh_review_page(vault)
     return out

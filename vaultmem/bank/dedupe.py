@@ -6,18 +6,18 @@ and rejected facts: the same answer on every machine, no index and no model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from vaultmem.bank.model import LIVE, BankFact, Match, Proposal
 from vaultmem.bank.similarity import Signature, signature, similarity
 from vaultmem.bank.store import list_bank
+from vaultmem.core.records import evolve, record
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts
 
 
-@dataclass
+@record(frozen=False)
 class Candidate:
     """A fact retain compares against, with what it needs to raise its evidence."""
 
@@ -27,7 +27,7 @@ class Candidate:
     planned: Planned | None = None  # set when it is a note of this same batch
 
 
-@dataclass
+@record(frozen=False)
 class Planned:
     path: Path
     meta: dict[str, Any]
@@ -80,7 +80,7 @@ def rank_matches(
     for cand in candidates:
         score, conflict = similarity(sig, cand.sig)
         if score >= floor:
-            scored.append((replace(cand.match, score=score, conflict=conflict), cand))
+            scored.append((evolve(cand.match, score=score, conflict=conflict), cand))
     scored.sort(key=lambda t: (-t[0].score, t[0].kind != "bank", t[0].id))
     return scored
 

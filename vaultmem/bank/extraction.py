@@ -18,7 +18,6 @@ own backoff; the number of retries and the timeout come from `[llm]` in vaultmem
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.bank.model import BANK_TYPES as FACT_TYPES
@@ -27,6 +26,7 @@ from vaultmem.bank.transcripts import Transcript, TranscriptFormat
 from vaultmem.core import llm
 from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
 from vaultmem.core.errors import UsageError
+from vaultmem.core.records import record
 from vaultmem.core.secrets import Finding, redact_outbound
 from vaultmem.core.tags import is_tag
 
@@ -85,7 +85,7 @@ TOOL: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Candidate:
     """One fact the model proposed, with the transcript lines it rests on."""
 
@@ -102,7 +102,7 @@ class Candidate:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class Extraction:
     candidates: tuple[Candidate, ...]
     skipped: tuple[str, ...]  # why individual proposals were dropped (unknown type, empty, ...)
@@ -161,7 +161,7 @@ def _quote(transcript: Transcript, first: int, last: int) -> str:
     return text
 
 
-@dataclass(frozen=True)
+@record
 class Chunk:
     """One request's worth of the transcript: units first..last, as the model will read them."""
 

@@ -8,13 +8,13 @@ section quoting the transcript lines it rests on.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import notes
 from vaultmem.core.choices import values
+from vaultmem.core.records import record
 from vaultmem.core.secrets import Finding
 from vaultmem.core.vault import Vault
 from vaultmem.memory.facts import FACT_TYPES
@@ -55,7 +55,7 @@ MAX_TEXT = 4000
 MAX_NAME = 60
 
 
-@dataclass(frozen=True)
+@record
 class BankFact:
     """One bank note as the review tools see it."""
 
@@ -87,7 +87,7 @@ class BankFact:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class Match:
     """An existing memory or bank fact that resembles a text."""
 
@@ -105,7 +105,7 @@ class Match:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@record
 class Proposal:
     """One fact to retain (from the command line or from a transcript)."""
 
@@ -118,7 +118,7 @@ class Proposal:
     quote: str = ""  # transcript lines the fact rests on, kept under "## Evidence"
 
 
-@dataclass(frozen=True)
+@record
 class RetainResult:
     """What retain did with one proposal: `inserted`, `duplicate` or `may_supersede`."""
 
@@ -157,7 +157,7 @@ class RetainResult:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class PendingFact:
     """A pending fact as `vaultmem read` shows it: unreviewed, the agent's own."""
 
@@ -176,7 +176,7 @@ class PendingFact:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@record
 class PendingBlock:
     """The read pack's part for the agent's own unreviewed facts: prompt text and data."""
 
@@ -192,7 +192,7 @@ class PendingBlock:
         return {"total": self.total, "facts": [f.to_dict() for f in self.facts]}
 
 
-@dataclass(frozen=True)
+@record
 class PruneResult:
     expired: tuple[BankFact, ...]
     dry_run: bool

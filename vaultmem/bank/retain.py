@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from vaultmem.core import clock, notes
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.records import evolve
 from vaultmem.core.secrets import Finding
 from vaultmem.core.tags import clean_tags
 from vaultmem.core.vault import Vault
@@ -56,7 +56,7 @@ def _validate(proposal: Proposal) -> Proposal:
     tags = clean_tags(proposal.tags)
     valid_until = clock.parse_date(proposal.valid_until) if proposal.valid_until else None
     source = " ".join(proposal.source.split()) if proposal.source else None
-    return replace(
+    return evolve(
         proposal,
         text=text,
         tags=tags,
@@ -79,7 +79,7 @@ def _scrub(vault: Vault, proposal: Proposal) -> tuple[Proposal, tuple[Finding, .
     if proposal.name:
         identifiers["fact's name"] = proposal.name
     cleaned, found = scrub(vault.config.secrets.policy, texts, identifiers=identifiers, what="fact")
-    scrubbed = replace(
+    scrubbed = evolve(
         proposal,
         text=cleaned["fact"],
         quote=cleaned.get("fact's evidence", ""),
@@ -269,10 +269,10 @@ def retain_many(
     out = []
     for res in results:
         if res.id in by_id:
-            out.append(replace(res, path=vault.rel(by_id[res.id])))
+            out.append(evolve(res, path=vault.rel(by_id[res.id])))
         elif res.outcome == "duplicate" and res.id is None and res.target in by_id:
             # duplicate of a fact written earlier in this batch
-            out.append(replace(res, path=vault.rel(by_id[res.target])))
+            out.append(evolve(res, path=vault.rel(by_id[res.target])))
         else:
             out.append(res)
     return out

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from vaultmem.bank.transcripts import Transcript, TranscriptFormat, Turn, parse_
 from vaultmem.core import clock
 from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.records import evolve, field, record
 from vaultmem.core.vault import Vault
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def cite(transcript: Transcript, label: str, first: int, last: int) -> str:
     return f"{label}#{mark}{first}-{mark}{last}"
 
 
-@dataclass(frozen=True)
+@record
 class Retention:
     """What one transcript gave: the per-fact outcomes and how the model was used."""
 
@@ -122,7 +122,7 @@ def retain_transcript(
 # --- the queue ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Queued:
     path: Path
     agent: str
@@ -173,7 +173,7 @@ def enqueue(
     agent = vault.require_agent(agent)
     ledger = _load_ledger(vault, agent)
     fresh = tuple(t for t in transcript.turns if turn_key(t) not in ledger)
-    part = replace(transcript, turns=fresh)
+    part = evolve(transcript, turns=fresh)
     if not part.turns or (part.format != TranscriptFormat.TEXT and not part.requests()):
         return None
     stamp = clock.stamp().replace(":", "")
@@ -273,7 +273,7 @@ def queued(vault: Vault, agent: str | None = None) -> list[Queued]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class QueueOutcome:
     item: Queued
     retention: Retention | None = None
@@ -288,7 +288,7 @@ class QueueOutcome:
         }
 
 
-@dataclass(frozen=True)
+@record
 class QueueRun:
     outcomes: tuple[QueueOutcome, ...] = ()
     busy: bool = False  # another `retain --queued` holds the queue

@@ -10,7 +10,6 @@ not a security boundary. An agent that runs as the same OS user can edit the not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,14 @@ from vaultmem.core import clock, intents, notes
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault, resolve_reviewer
 from vaultmem.memory import facts
 
 REVIEWABLE = ("pending", "expired")
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """What one review action did."""
 
@@ -48,7 +48,7 @@ class Decision:
         }
 
 
-@dataclass(frozen=True)
+@record
 class ApplyProblem:
     path: str
     id: str
@@ -58,7 +58,7 @@ class ApplyProblem:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@record
 class QueueItem:
     fact: model.BankFact
     similar: tuple[model.Match, ...]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+
+from vaultmem.core.records import record
 
 # Function words carry no meaning for dedupe: the Snowball stop-word list of the vault's language
 # (core/stopwords.py, generated from the lists the index's stemmer uses). Negations are kept
@@ -107,7 +108,7 @@ def _words(language: str) -> tuple[frozenset[str], frozenset[str]]:
     return STOPWORDS[lang] - negations, negations
 
 
-@dataclass(frozen=True)
+@record
 class Signature:
     """What dedupe compares: the normalised text, its content words, numbers and polarity."""
 

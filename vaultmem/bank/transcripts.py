@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from vaultmem.core.records import field, record
 from vaultmem.core.secrets import Finding, redact_outbound
 
 MAX_TURN_CHARS = 2000  # dialogue kept per turn; pasted logs are cut
@@ -58,7 +58,7 @@ class TranscriptFormat(StrEnum):
     TEXT = "text"
 
 
-@dataclass(frozen=True)
+@record
 class Turn:
     n: int  # 1-based turn number, what facts cite
     role: str  # user, assistant or tool
@@ -75,7 +75,7 @@ class Turn:
         return f"turn {self.n} (file line {self.line}{when})"
 
 
-@dataclass(frozen=True)
+@record
 class Transcript:
     format: TranscriptFormat
     turns: tuple[Turn, ...]

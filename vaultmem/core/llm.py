@@ -16,11 +16,11 @@ collect every reply before writing anything.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
 from vaultmem.core.errors import LLMError
+from vaultmem.core.records import field, record
 
 USAGE_KEYS = (
     "input_tokens",
@@ -30,7 +30,7 @@ USAGE_KEYS = (
 )
 
 
-@dataclass
+@record(frozen=False)
 class Session:
     """One client for a run of requests, with what they cost so far."""
 

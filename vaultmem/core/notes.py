@@ -25,12 +25,12 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core.errors import IntegrityError
 from vaultmem.core.fsio import read_text
+from vaultmem.core.records import field, record
 
 _KEY_LINE = re.compile(
     r"""^(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#\-?:'"{}\[\],&*!|>%@`][^:#]*?|-[^\s:][^:#]*?)\s*:(?:\s|$)"""
@@ -38,7 +38,7 @@ _KEY_LINE = re.compile(
 _CLOSERS = ("---", "...")
 
 
-@dataclass(frozen=True)
+@record
 class Note:
     """A parsed note. `meta` is empty when there is no frontmatter or it is broken."""
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.core.errors import ConfigError, SecretRefusedError
+from vaultmem.core.records import record
 
 POLICIES = ("redact", "refuse")
 
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     kind: str  # "anthropic-key", "aws-access-key", "github-token", "private-key", "password", ...
     start: int  # character offsets of the secret in the scanned text

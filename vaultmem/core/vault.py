@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
@@ -26,6 +25,7 @@ from vaultmem.core.errors import (
     VaultNotFoundError,
 )
 from vaultmem.core.names import AGENT_NAME_RE
+from vaultmem.core.records import record
 
 if TYPE_CHECKING:
     from vaultmem.core.notes import Note
@@ -95,7 +95,7 @@ def find_vault(explicit: str | Path | None, start: Path | None = None) -> Path:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Vault:
     """An open vault: its root, its settings and its layout."""
 

@@ -89,9 +89,9 @@ def read_reply(
 
 
 def _with_budget(pack: Pack, limit: int) -> Pack:
-    from dataclasses import replace
+    from vaultmem.core.records import evolve
 
-    return replace(pack, budget=limit)
+    return evolve(pack, budget=limit)
 
 
 def decisions_text(vault: Vault) -> str:

@@ -12,7 +12,6 @@ import secrets
 import unicodedata
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import NotFoundError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.records import evolve, record
 from vaultmem.core.secrets import Finding, scrub
 from vaultmem.core.vault import Vault
 from vaultmem.memory import gate
@@ -86,7 +86,7 @@ OWNED_KEYS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Fact:
     """One fact note, as listed by `memories` and returned by `remember`."""
 
@@ -110,7 +110,7 @@ class Fact:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class ForgetResult:
     fact: Fact
     index_line_removed: bool
@@ -390,7 +390,7 @@ def write(
                 raise
             if old is not None:
                 _supersede(vault, old[0], old[1], fact_id, path, name, stamp)
-        return replace(_fact_from(vault, path, vault.read_note(path)), findings=tuple(found))
+        return evolve(_fact_from(vault, path, vault.read_note(path)), findings=tuple(found))
 
 
 def _supersede(

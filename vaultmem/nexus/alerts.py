@@ -13,19 +13,19 @@ question or an addressed entry, whoever wrote it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import seal
 from vaultmem.core.errors import EntryNotFoundError, RefusedError, UsageError
 from vaultmem.core.fsio import atomic_write
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault, validate_name
 from vaultmem.nexus import coord
 from vaultmem.nexus.entry import WANTS_ACK, Entry, EntryType, validate_id
 
 
-@dataclass(frozen=True)
+@record
 class Repeat:
     """What raising an alert with some text would repeat."""
 
@@ -34,7 +34,7 @@ class Repeat:
     resolved: str | None  # else the latest resolved alert with that text (linked)
 
 
-@dataclass(frozen=True)
+@record
 class Sighting:
     count: int = 0
     last: str | None = None
@@ -89,7 +89,7 @@ def check_repeat(vault: Vault, agent: str, summary: str) -> Repeat:
     return Repeat(None, 0, resolved)
 
 
-@dataclass(frozen=True)
+@record
 class AlertView:
     item: coord.Item
     sighting: Sighting
@@ -112,7 +112,7 @@ def alerts(vault: Vault, *, include_resolved: bool = False) -> list[AlertView]:
 # --- resolve ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class ResolveResult:
     target: str
     entry: Entry | None  # the resolve entry; None when it was resolved already

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,12 @@ from vaultmem.core.errors import UsageError
 from vaultmem.core.fsio import append_durable, atomic_write, read_text
 from vaultmem.core.jsonl import jsonl_line, last_jsonl, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import fold_summary, normalize_body, strip_controls
 
 
-@dataclass(frozen=True)
+@record
 class Checkpoint:
     agent: str
     path: str

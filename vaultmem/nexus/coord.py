@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import seal
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import replace_cache
+from vaultmem.core.records import evolve, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import (
     ALL,
@@ -52,7 +52,7 @@ def alert_key(summary: str) -> str:
     return _PUNCT.sub("", " ".join(summary.casefold().split()))
 
 
-@dataclass(frozen=True)
+@record
 class Item:
     """One entry that can be open, with its acks and resolution."""
 
@@ -89,7 +89,7 @@ class Item:
         return {**self.entry.to_dict(), **self.status(agents)}
 
 
-@dataclass(frozen=True)
+@record
 class Index:
     items: dict[str, dict[str, Any]]  # the cache's raw items, oldest first
     agents: tuple[str, ...]
@@ -129,7 +129,7 @@ def _item(raw: dict[str, Any]) -> Item:
     # the signature's fields, so a pack can check the entry before showing it (issue 20)
     sign = raw.get("signed") or {}
     e = entry_from_dict({**raw, "hash": sign.get("hash", ""), "key": sign.get("key")})
-    e = replace(e, sig=sign.get("sig"))
+    e = evolve(e, sig=sign.get("sig"))
     return Item(e, dict(raw["acked_by"]), raw["resolved"], raw["key"], bool(sign.get("ok")))
 
 

@@ -6,10 +6,10 @@ a later one names it in `supersedes`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.core.errors import EntryNotFoundError, UsageError
+from vaultmem.core.records import record
 from vaultmem.core.tags import clean_tags
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
@@ -24,7 +24,7 @@ from vaultmem.nexus.entry import (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     entry: Entry
     superseded_by: str | None = None
@@ -42,7 +42,7 @@ class Decision:
         return data
 
 
-@dataclass(frozen=True)
+@record
 class DecideResult:
     decision: Entry
     announcement: Entry  # the `decision` entry on the live log

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from vaultmem.core import clock
 from vaultmem.core.errors import PathOutsideVaultError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.records import evolve, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import canonical_bytes, normalize_body
 
@@ -122,7 +122,7 @@ def source_hash(entries: Iterable[Entry]) -> str:
 # --- the note ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class DigestMeta:
     """The metadata line of a digest (what is signed, with the body)."""
 
@@ -170,7 +170,7 @@ class DigestMeta:
         return {**self.signed_part(), "hash": self.hash, "sig": self.sig}
 
 
-@dataclass(frozen=True)
+@record
 class DigestNote:
     path: str  # vault-relative
     meta: DigestMeta | None  # None: no metadata line that parses
@@ -272,9 +272,9 @@ def sign(vault: Vault, meta: DigestMeta, body: str) -> DigestMeta:
 
     check_can_append(vault, meta.writer)
     signer = signing.signer_for(vault, meta.writer)
-    meta = replace(meta, key=signer.key_id if signer else None, hash="", sig=None)
+    meta = evolve(meta, key=signer.key_id if signer else None, hash="", sig=None)
     digest = meta.compute_hash(body)
-    return replace(
+    return evolve(
         meta, hash=digest, sig=signer.sign_raw(SIG_DOMAIN + digest.encode()) if signer else None
     )
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from typing import Any
 from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import UsageError, VaultmemError
 from vaultmem.core.names import AGENT_NAME, DEVICE
+from vaultmem.core.records import field, record
 
 FORMAT_VERSION = 1  # entries without recipients
 ADDRESSED_VERSION = 2  # entries with recipients (`to` in the header and the canonical form)
@@ -126,7 +126,7 @@ _HASH_LINE_ESC = re.compile(r"^(\\+)###")
 CONTRACT_KEYS = ("id", "agent", "seq", "time", "channel", "type", "summary", "body", "acks", "to")
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     """One log entry. `to_dict()` is the JSON contract of `log --json` / `append --json`."""
 
@@ -186,7 +186,7 @@ class Entry:
         return "sha256:" + hashlib.sha256(self.canonical()).hexdigest()
 
 
-@dataclass(frozen=True)
+@record
 class Fragment:
     """Text set aside by the parser: a torn entry, a broken metadata line, an orphan comment."""
 
@@ -198,7 +198,7 @@ class Fragment:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class Parsed:
     entries: tuple[Entry, ...]
     fragments: tuple[Fragment, ...]

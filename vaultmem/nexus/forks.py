@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
 from vaultmem.nexus.entry import MERGE_TYPE
@@ -71,7 +71,7 @@ def tips(chain: Iterable[L]) -> list[L]:
     return sorted(out.values(), key=lambda e: (-e.seq, e.time, e.hash))
 
 
-@dataclass(frozen=True)
+@record
 class Fork:
     log: str
     chain: str  # `ella` or `ella.k2f7`

@@ -12,7 +12,6 @@ the journal, so a sequence number is never reused.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from vaultmem.core import clock, commit, seal
 from vaultmem.core.errors import SigningKeyMissingError, UsageError
 from vaultmem.core.fsio import NOFOLLOW, append_unsynced, ensure_dir
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.records import evolve, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import reading
 from vaultmem.nexus.entry import (
@@ -42,7 +42,7 @@ from vaultmem.nexus.entry import (
 )
 
 
-@dataclass(frozen=True)
+@record
 class AppendResult:
     entry: Entry
     path: str  # vault-relative file
@@ -405,7 +405,7 @@ def append(
             heads=anchors(heads, chain),
         )
         digest = entry.compute_hash()
-        entry = replace(entry, hash=digest, sig=signer.sign(digest) if signer else None)
+        entry = evolve(entry, hash=digest, sig=signer.sign(digest) if signer else None)
         # written, not yet durable: the log, then its journal line, then the ticket that
         # says both are in their files (core/commit.py)
         _write_entry(vault, log, path, entry)

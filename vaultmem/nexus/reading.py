@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 import time as _time
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 from vaultmem.core import clock
 from vaultmem.core.errors import EntryNotFoundError, UsageError
+from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import ALL, HEADER_START, ID_RE, Entry, parse_bytes, time_order
 
@@ -45,7 +45,7 @@ def iter_reverse(path: Path, *, chunk: int = 1 << 16) -> Iterator[Entry]:
                 block = buf[start - pos : end - pos]
                 parsed = parse_bytes(block, base_offset=start, first_line=1)
                 for e in reversed(parsed.entries):
-                    yield replace(e, line_start=0, line_end=0)
+                    yield evolve(e, line_start=0, line_end=0)
                 end = start
                 if start == 0:
                     return
@@ -219,4 +219,4 @@ def follow(
                 if matches(e, agent=agent, channel=channel, type_=type_, to=to)
             ]
             if batch:
-                yield [replace(e, line_start=0, line_end=0) for e in batch]
+                yield [evolve(e, line_start=0, line_end=0) for e in batch]

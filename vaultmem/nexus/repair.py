@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core.fsio import atomic_write, sweep_temp_files
 from vaultmem.core.locking import exclusive
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
 from vaultmem.nexus.verify import VerifyReport, verify
 
 
-@dataclass(frozen=True)
+@record
 class RepairReport:
     actions: tuple[str, ...]
     after: VerifyReport

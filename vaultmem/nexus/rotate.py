@@ -5,18 +5,18 @@ Nothing is deleted; `verify` checks the chains across the live file and the arch
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from vaultmem.core import clock, intents
 from vaultmem.core.fsio import append_durable, atomic_write
 from vaultmem.core.locking import exclusive
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
 
 
-@dataclass(frozen=True)
+@record
 class RotateResult:
     moved: int
     files: dict[str, int] = field(default_factory=dict)  # archive file -> entries moved there

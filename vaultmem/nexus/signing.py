@@ -27,7 +27,6 @@ import functools
 import hashlib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +35,7 @@ from vaultmem.core.errors import IntegrityError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_private
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.names import AGENT_NAME_RE
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault, validate_name
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ _KEY_LINE = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@record
 class PublicKey:
     """One line of `agents/<agent>/keys.md`, with whether the key may sign for the agent.
 
@@ -83,7 +83,7 @@ class PublicKey:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@record
 class KeyInfo:
     """A key pair this machine holds for an agent (returned by create_key)."""
 
@@ -157,7 +157,7 @@ def _parse_keys(text: str, agent: str) -> list[PublicKey]:
     return found
 
 
-@dataclass(frozen=True)
+@record
 class KeysFileProblem:
     agent: str
     path: str

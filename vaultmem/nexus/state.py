@@ -7,7 +7,6 @@ section; every other section and whatever a person wrote elsewhere stays byte fo
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from vaultmem.core.errors import EntryNotFoundError, IntegrityError, UsageError,
 from vaultmem.core.fsio import append_durable, atomic_write, create_exclusive, read_text
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
 from vaultmem.nexus.entry import Entry, fold_summary, normalize_body, strip_controls
@@ -29,7 +29,7 @@ _MARK_CLOSE = re.compile(r">{7}(?:[ \t].*)?")
 _MARK_MID = re.compile(r"(?:={7}|\|{7}(?:[ \t].*)?)[ \t]*")
 
 
-@dataclass(frozen=True)
+@record
 class StateChange:
     section: str
     created: bool
@@ -153,7 +153,7 @@ CONFLICT_HINT = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class ConflictMarker:
     path: str  # vault-relative
     line: int  # 1-based
@@ -338,7 +338,7 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
     return StateChange(section, created, vault.rel(path), entry, tuple(found), tuple(warnings))
 
 
-@dataclass(frozen=True)
+@record
 class StateRestore:
     version: int
     path: str

@@ -18,12 +18,12 @@ See docs/FORMAT.md, "Trust pins".
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import config
 from vaultmem.core import pins as pinfile
 from vaultmem.core.errors import ConfigError, VaultmemError
+from vaultmem.core.records import evolve, field, record
 from vaultmem.nexus.signing import (
     KEYS_FILE,
     PublicKey,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from vaultmem.core.vault import Vault
 
 
-@dataclass(frozen=True)
+@record
 class Anchors:
     """The keys this machine trusts without a signature."""
 
@@ -45,7 +45,7 @@ class Anchors:
     first_keys: dict[str, str] = field(default_factory=dict)  # agent -> key id
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     """One difference between the pins and the files."""
 
@@ -56,7 +56,7 @@ class Change:
         return f"{self.path}: {self.message}"
 
 
-@dataclass(frozen=True)
+@record
 class TrustReport:
     """`vaultmem trust`: what is pinned, what the files say, and what differs."""
 
@@ -249,7 +249,7 @@ class Judge:
                     False,
                     "not signed by an earlier key of the agent, nor approved by a reviewer",
                 )
-            judged = replace(key, approved=verdict[0], approval=verdict[1])
+            judged = evolve(key, approved=verdict[0], approval=verdict[1])
             out.append(judged)
             if judged.approved:
                 approved[judged.key_id] = judged

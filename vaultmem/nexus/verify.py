@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem.core.errors import VaultmemError
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
 from vaultmem.nexus.shown import outside_links
@@ -47,7 +47,7 @@ PROBLEM_KINDS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class VerifyReport:
     checked: dict[str, int]  # vault-relative file -> entries checked
     problems: tuple[LogProblem, ...] = ()
@@ -120,7 +120,7 @@ class SignatureMemo:
             append_durable(self.path, ("\n".join(self.new) + "\n").encode("ascii"))
 
 
-@dataclass
+@record(frozen=False)
 class _Chains:
     """Every file's good entries, indexed: the first entry of each id (`by_id`), each chain's
     entries by sequence number, the second entries of forked ids; and the entries present but
@@ -133,7 +133,7 @@ class _Chains:
     bad_ids: set[str] = field(default_factory=set)
 
 
-@dataclass
+@record(frozen=False)
 class _Report:
     """The problems of one log, in the order found, and the ids reported missing."""
 

@@ -16,9 +16,10 @@ digests match it takes the record for them and parses only what follows (new app
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from vaultmem.core.records import record
 
 try:  # the built-in module hashlib itself takes blake2b from (no OpenSSL load)
     from _blake2 import blake2b
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 FORMAT = 1  # bump when what a record holds, or what the per-file checks check, changes
 
 
-@dataclass(frozen=True)
+@record
 class LogProblem:
     path: str
     kind: str
@@ -51,7 +52,7 @@ class LogProblem:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Seen:
     """What the checks across files need of one entry that passed its own checks: the parsed
     entry's fields, or the memo's record of them (`extra` holds only `merges`)."""
@@ -78,7 +79,7 @@ class Seen:
                 self.type, self.time, self.extra]  # fmt: skip
 
 
-@dataclass
+@record(frozen=False)
 class FileScan:
     """One file of a log, checked on its own: its fragments, each entry's own checks, the
     entries that passed (`good`), and the id and seq of each entry that did not (`bad`: it is

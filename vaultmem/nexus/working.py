@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -25,6 +24,7 @@ from vaultmem.core import clock
 from vaultmem.core.errors import NotFoundError, RefusedError, UsageError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import escape_inline
 
@@ -40,7 +40,7 @@ class ItemKind(StrEnum):
     TURN = "turn"
 
 
-@dataclass(frozen=True)
+@record
 class Item:
     kind: str
     thread: str | None
@@ -66,7 +66,7 @@ class Item:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Working:
     agent: str
     path: str

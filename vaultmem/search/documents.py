@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.core import notes
 from vaultmem.core.choices import values
 from vaultmem.core.errors import PathOutsideVaultError
+from vaultmem.core.records import record
 from vaultmem.core.vault import REVIEW_PAGE, Vault
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ PASSAGE_OVERLAP = 0
 WHOLE_SECTIONS = True
 
 
-@dataclass(frozen=True)
+@record
 class Doc:
     """One searchable unit: a note section (or passage of one), a log entry, a decision."""
 
@@ -413,7 +413,7 @@ def _screen(data: bytes, truncated: bool, limit: int) -> tuple[str | None, list[
     return text, problems
 
 
-@dataclass(frozen=True)
+@record
 class LogMark:
     """How far an append-only log was indexed, so the next refresh parses only what follows:
     a log of 100,000 entries that gained ten costs a hash of the file, not a parse of it."""
@@ -427,7 +427,7 @@ class LogMark:
         return [self.nbytes, self.docs, self.lines, self.digest]
 
 
-@dataclass(frozen=True)
+@record
 class LogRead:
     docs: list[Doc]  # the new documents: all of them, or those after the mark
     first: int  # ordinal of docs[0] in the file: 0 when the whole file was parsed

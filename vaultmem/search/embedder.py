@@ -30,13 +30,13 @@ import json
 import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import config
 from vaultmem.core.errors import UnavailableError
 from vaultmem.core.fsio import atomic_write
+from vaultmem.core.records import record
 from vaultmem.search.static import (
     INFO_FILE,
     MODEL_FILE,
@@ -86,7 +86,7 @@ def require() -> None:
 Model = Any  # StaticModel or transformer.TransformerModel: name, source, fingerprint, dims, encode
 
 
-@dataclass(frozen=True)
+@record
 class Found:
     """Where a model setting leads: a static folder, or an ONNX file and its tokenizer."""
 

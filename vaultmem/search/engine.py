@@ -15,9 +15,9 @@ import itertools
 import secrets
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.search.documents import Doc, owner_of
 from vaultmem.search.manifest import CURRENT, Manifest, index_dir, load_manifest, proven
@@ -308,7 +308,7 @@ def new_generation(vault: Vault, language: str) -> tuple[Any, str]:
     return create_in(str(folder), schema(language)), generation
 
 
-@dataclass(frozen=True)
+@record
 class RawHit:
     score: float
     fields: dict[str, Any]
@@ -322,7 +322,7 @@ def machine_weight(stored: dict[str, Any]) -> float:
     return MACHINE_WEIGHT if any(t.startswith(MACHINE_TAG) for t in tags.split(",")) else 1.0
 
 
-@dataclass(frozen=True)
+@record
 class Query:
     """A parsed query, built by recall.py (which knows no whoosh)."""
 

@@ -26,7 +26,6 @@ import contextlib
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from vaultmem.core import seal
 from vaultmem.core.errors import NotWritableError
 from vaultmem.core.fsio import atomic_write, replace_cache
 from vaultmem.core.locking import lock_path
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.search import vocab
 from vaultmem.search.documents import LogMark
@@ -60,7 +60,7 @@ OWN_FILES = (MANIFEST, PROBLEMS, HEARTBEAT, vocab.NAMES)
 HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
 
 
-@dataclass(frozen=True)
+@record
 class FileProblem:
     path: str
     kind: str  # broken-frontmatter, bad-encoding, truncated, binary, symlink-outside, unreadable
@@ -70,7 +70,7 @@ class FileProblem:
         return dict(self.__dict__)
 
 
-@dataclass
+@record(frozen=False)
 class Manifest:
     """What the index was built from. On disk as flat lists: it is read on every recall, and
     parsing three lists is several times faster than one small object per file."""

@@ -12,17 +12,36 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core.errors import PathOutsideVaultError, UsageError
+from vaultmem.core.records import evolve, field, record
 from vaultmem.core.vault import Vault
 from vaultmem.search import engine, refresh
 from vaultmem.search.documents import read_limit
 from vaultmem.search.filters import RecallFilters, parse_query
+from vaultmem.search.modes import (
+    AUTO_EMBED_FILES,
+    MODES,
+    embedded,
+    load_model,
+    no_store,
+    resolve_mode,
+    why_keyword,
+)
 from vaultmem.search.terms import cap_query
 
-__all__ = ["Hit", "RecallFilters", "RecallResult", "parse_query", "recall"]
+__all__ = [
+    "AUTO_EMBED_FILES",
+    "MODES",
+    "Hit",
+    "RecallFilters",
+    "RecallResult",
+    "load_model",
+    "parse_query",
+    "recall",
+    "resolve_mode",
+]
 
 if TYPE_CHECKING:
     from vaultmem.search.embedder import Model
@@ -35,7 +54,6 @@ WHOLE_WEIGHT = 1.0
 # documents fetched per hit asked for, before sections are grouped into notes
 CANDIDATES = 5
 _ENTRY_KINDS = ("log", "decision")
-MODES = ("keyword", "semantic", "hybrid")
 # Exact lookups (identifiers, rare terms): for a query of at most this many distinct terms, a
 # note that holds more of them ranks above one that holds fewer, whatever the fields (OR
 # semantics and BM25F otherwise let one word in a title beat a note with all the words).
@@ -65,7 +83,7 @@ DENSE_CANDIDATES = 100
 KEYWORD_CANDIDATES = 200
 
 
-@dataclass(frozen=True)
+@record
 class Hit:
     rank: int
     score: float
@@ -104,7 +122,7 @@ class Hit:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class RecallResult:
     query: str
     index: refresh.Freshness
@@ -174,113 +192,6 @@ def _snippet(searcher: engine.Searcher, body: str, wanted: set[str]) -> tuple[st
     return text, best_i
 
 
-def resolve_mode(vault: Vault, mode: str | None) -> str:
-    """keyword, semantic or hybrid: the option, else `[recall] mode`; "auto" is hybrid when
-    the semantic extra is installed, keyword otherwise."""
-    from vaultmem.search import embedder
-
-    wanted = (mode or vault.config.recall.mode).lower()
-    if wanted == "auto":
-        # hybrid once the extra is installed and the model made (`vaultmem index --semantic`
-        # makes it): a recall never waits for a download or a distillation by default
-        ready = embedder.available() and embedder.ready(vault.config.recall.model)
-        return "hybrid" if ready else "keyword"
-    if wanted not in MODES:
-        raise UsageError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}")
-    if wanted != "keyword":
-        embedder.require()
-    return wanted
-
-
-# "auto" embeds a vault inside a recall only up to this many files (a second or two with the
-# default transformer, ~10 documents a second on two cores); a larger one waits for `vaultmem
-# index --semantic`, which shows its progress, rather than an agent's recall (or a prompt hook,
-# which gives up after 5 s and would start again on the next prompt) taking minutes
-AUTO_EMBED_FILES = 20
-
-
-def _embedded(vault: Vault, model: Model) -> bool:
-    """True when the vector store exists for this model (only files changed since need
-    embedding); a store that cannot be read counts as there: it is rebuilt with a warning."""
-    from vaultmem.search import vectors
-
-    try:
-        store = vectors.load_manifest(vault)
-    except ValueError:
-        return True
-    return store is not None and store.model == model.fingerprint
-
-
-def _no_store(vault: Vault) -> bool:
-    """True when no vector store exists at all (an unreadable one counts as there)."""
-    from vaultmem.search import vectors
-
-    try:
-        return vectors.load_manifest(vault) is None
-    except ValueError:
-        return False
-
-
-def _why_keyword(vault: Vault) -> tuple[str, ...]:
-    """Why "auto" searched by keyword only, when someone asked for embeddings: a model set by
-    hand, or the semantic runtime installed; silent for a keyword-only install."""
-    from vaultmem.core import config
-    from vaultmem.core.errors import UnavailableError
-    from vaultmem.search import embedder
-
-    name = vault.config.recall.model
-    if not embedder.available():
-        if name == config.DEFAULT_MODEL:
-            return ()
-        return (
-            f"[recall] model is {name!r} but the semantic extra is not installed: keyword "
-            "search only (pip install 'vaultmem[semantic]')",
-        )
-    try:
-        embedder.resolve(name)
-    except UnavailableError as exc:
-        hint = (exc.hint or "").replace(
-            "`vaultmem index --semantic`", f"`vaultmem index --semantic --vault {vault.root}`"
-        )
-        return (f"{exc.message}: keyword search only ({hint})",)
-    return ()
-
-
-def load_model(
-    vault: Vault,
-    mode: str,
-    *,
-    progress: refresh.ProgressFn | None = None,
-    fallback: bool = True,
-    network: bool = False,
-) -> tuple[Model | None, str, tuple[str, ...]]:
-    """The embedding model a mode needs, the mode that will run, and why it changed.
-
-    An explicit semantic or hybrid mode whose model cannot be had is an error (exit 7); the
-    default ("auto") falls back to keyword search with a warning instead. Only `network`
-    (vaultmem index --semantic) may fetch a model.
-    """
-    if mode == "keyword":
-        return None, mode, ()
-    from vaultmem.core.errors import UnavailableError
-    from vaultmem.search import embedder
-
-    try:
-        model = embedder.load_model(vault.config.recall.model, progress=progress, network=network)
-        if network:  # vaultmem index --semantic: the model file checked, the query encoder made
-            done = embedder.prepare(model)
-            return model, mode, (done,) if done else ()
-        return model, mode, ()
-    except UnavailableError as exc:
-        # the exact command, for this vault
-        hint = (exc.hint or "").replace(
-            "`vaultmem index --semantic`", f"`vaultmem index --semantic --vault {vault.root}`"
-        )
-        if not fallback:
-            raise UnavailableError(exc.message, hint) from exc
-        return None, "keyword", (f"{exc.message}: keyword search only ({hint})",)
-
-
 def recall(
     vault: Vault,
     query: str,
@@ -320,19 +231,19 @@ def recall(
     )
     fresh: refresh.Freshness | None = None
     too_big = False
-    if auto and wanted != "keyword" and _no_store(vault):
+    if auto and wanted != "keyword" and no_store(vault):
         # nothing embedded yet: the model (onnxruntime: ~0.5 s, 250 MB) is loaded only if the
         # vault is small enough to embed now, so this recall costs what a keyword one does
         fresh = refresh.refresh(vault, model=None, embed_progress=progress, changed=changed)
         too_big, wanted = (True, "keyword") if fresh.files > AUTO_EMBED_FILES else (False, wanted)
     model, used, notes = load_model(vault, wanted, progress=progress, fallback=auto)
     if auto and used == "keyword" and not notes:
-        notes = _why_keyword(vault)
+        notes = why_keyword(vault)
         if too_big and not notes:
             assert fresh is not None
             notes = (f"the vault's {fresh.files} files are {not_embedded}",)
     waiting = None
-    if auto and model is not None and not _embedded(vault, model):
+    if auto and model is not None and not embedded(vault, model):
         waiting, model = model, None  # embedded below only if the vault is small
     if fresh is None:
         fresh = refresh.refresh(vault, model=model, embed_progress=progress, changed=changed)
@@ -371,7 +282,7 @@ def recall(
 
     check, cap = ShowCheck(vault), vault.config.recall.max_file_bytes
     hits = [
-        replace(h, rank=n)
+        evolve(h, rank=n)
         for n, h in enumerate(
             (h for h in hits if not (h.id and h.kind in ("log", "decision")) or check.lines_ok(
                 h.path, h.line_start, h.line_end, h.id, read_limit(h.path, cap))), 1

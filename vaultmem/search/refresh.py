@@ -13,7 +13,6 @@ import contextlib
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from vaultmem.core.errors import (
     VaultmemError,
 )
 from vaultmem.core.locking import exclusive, release, try_exclusive
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.search.documents import (
     Doc,
@@ -72,7 +72,7 @@ RACY_NS = 2_000_000_000
 ProgressFn = Callable[[int, int], None]
 
 
-@dataclass(frozen=True)
+@record
 class Freshness:
     """What the freshness check did before a search (part of the `recall --json` contract)."""
 
@@ -94,7 +94,7 @@ class Freshness:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class _Plan:
     changed: list[str]
     removed: list[str]
@@ -264,7 +264,7 @@ def _rebuild_locked(
     return manifest, refreshed, synced
 
 
-@dataclass(frozen=True)
+@record
 class _Semantic:
     """What the embedding store needs from a refresh: the model, and a progress callback."""
 
@@ -272,7 +272,7 @@ class _Semantic:
     progress: ProgressFn | None = None
 
 
-@dataclass(frozen=True)
+@record
 class _Synced:
     embedded: int = 0
     warnings: tuple[str, ...] = ()

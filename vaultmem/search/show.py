@@ -12,10 +12,10 @@ under `.vaultmem/` or `.git/`, nothing through a link out of the vault (the one 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core.errors import NotFoundError, PathOutsideVaultError, UsageError
+from vaultmem.core.records import record
 from vaultmem.core.vault import STATE_DIR
 from vaultmem.search.documents import PEOPLE, owner_of
 
@@ -29,7 +29,7 @@ _LINES_RE = re.compile(r"(?P<a>[0-9]{1,9})(?:-(?P<b>[0-9]{0,9}))?")
 HIDDEN_TOP = (STATE_DIR, ".git", ".obsidian", ".trash")
 
 
-@dataclass(frozen=True)
+@record
 class Shown:
     path: str
     line_start: int

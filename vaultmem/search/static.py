@@ -12,19 +12,19 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core.errors import UnavailableError
 from vaultmem.core.fsio import atomic_write
+from vaultmem.core.records import record
 
 MODEL_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 INFO_FILE = "vaultmem-model.json"
 
 
-@dataclass
+@record(frozen=False)
 class StaticModel:
     """One vector per token; a text is the normalised mean of its tokens' vectors."""
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from vaultmem.core.records import field, record
 
 MAX_TOKENS = 256
 # texts per forward pass, sorted by length first so that a batch pads little
@@ -31,7 +32,7 @@ THREADS = 1
 ProgressFn = Callable[[int, int], None]
 
 
-@dataclass
+@record(frozen=False)
 class TransformerModel:
     """A mean-pooled transformer sentence encoder on onnxruntime, opened on first use.
 
@@ -291,7 +292,7 @@ def bert_weights(onnx_file: Path) -> dict[str, Any]:
     return weights
 
 
-@dataclass
+@record(frozen=False)
 class NumpyEncoder:
     """The transformer in numpy for a few short texts (queries): no session to open."""
 

@@ -30,13 +30,13 @@ import json
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import seal
 from vaultmem.core.errors import NotWritableError
 from vaultmem.core.fsio import atomic_write
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.search import embedder
 from vaultmem.search.documents import Doc, read_documents
@@ -66,7 +66,7 @@ def doc_text(doc: Doc) -> str:
     return "\n".join(x for x in (doc.title, doc.heading, doc.desc, doc.body) if x)
 
 
-@dataclass
+@record(frozen=False)
 class StoreManifest:
     model: str  # fingerprint
     dims: int
@@ -153,7 +153,7 @@ def _parse(raw: Any) -> StoreManifest:
         raise ValueError(f"vector store manifest unreadable ({exc})") from exc
 
 
-@dataclass
+@record(frozen=False)
 class Vectors:
     """The store as committed: every row's document id, and per segment its matrix
     (memory-mapped) and the rows that no longer count (their file moved to the delta)."""
@@ -246,7 +246,7 @@ def open_vectors(vault: Vault) -> Vectors | None:
     return vectors
 
 
-@dataclass(frozen=True)
+@record
 class SyncReport:
     embedded: int  # documents embedded now
     files: int  # files whose documents were (re)embedded now

@@ -15,7 +15,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from watchdog.events import FileSystemEventHandler
@@ -23,6 +22,7 @@ from watchdog.observers import Observer
 
 from vaultmem.core.errors import LockTimeoutError
 from vaultmem.core.fsio import ensure_dir
+from vaultmem.core.records import record
 from vaultmem.core.vault import STATE_DIR, Vault
 from vaultmem.search import manifest, refresh
 
@@ -46,7 +46,7 @@ def relevant(vault_root: str, path: str, *, is_dir: bool = False) -> bool:
     return is_dir or name.lower().endswith(".md") or "." not in name
 
 
-@dataclass(frozen=True)
+@record
 class WatchEvent:
     """One refresh the watcher ran (given to the `on_refresh` callback)."""
 

@@ -9,19 +9,19 @@ read pack then shows the digests of the periods it no longer shows verbatim.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from vaultmem.app.condense.digest import by_period, log_entries
 from vaultmem.core import clock
 from vaultmem.core.errors import RefusedError
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import digests
 from vaultmem.nexus.entry import read_file
 
 
-@dataclass(frozen=True)
+@record
 class CompactResult:
     cutoff: str
     moved: int

@@ -9,16 +9,16 @@ shows and decides them like any other proposal. Memory itself is never changed h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.bank.consolidate import Cluster, Member, find_clusters, members, propose
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 
 NEIGHBOURS = 5  # nearest memories looked at for each memory (semantic)
 
 
-@dataclass(frozen=True)
+@record
 class ConsolidateRun:
     clusters: tuple[Cluster, ...]
     semantic: bool  # embeddings were used

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from vaultmem.app.condense.parts import SECTIONS, Statement
 from vaultmem.core import clock
 from vaultmem.core.errors import UsageError
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import digest_links, digests
 from vaultmem.nexus.entry import Entry, read_file
@@ -32,7 +32,7 @@ MAX_TEXT = 600  # characters of one statement
 SUMMARY_CHARS = 120  # of an entry's summary quoted in a statement
 
 
-@dataclass(frozen=True)
+@record
 class PeriodResult:
     period: str
     status: str  # "written", "unchanged", "new" / "changed" (dry run)
@@ -46,7 +46,7 @@ class PeriodResult:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@record
 class DigestRun:
     kind: str
     mode: str  # "offline" or the model

@@ -5,8 +5,9 @@ the model halves (`digest_llm`, `profile_llm`), which is why it is a module of i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from vaultmem.core.records import record
 
 
 def plain(text: str) -> str:
@@ -30,7 +31,7 @@ SECTIONS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Statement:
     section: str
     text: str
@@ -52,7 +53,7 @@ GROUPS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """An approved memory or an active decision a profile may rest on."""
 
@@ -78,7 +79,7 @@ class Source:
         return f"[[{target}|{label or self.id}]] `{self.id}`"
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     group: str
     text: str

@@ -19,7 +19,6 @@ import contextlib
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from vaultmem.app.condense.parts import GROUPS, Line, Source
 from vaultmem.core import clock, notes
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import atomic_write
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 
 PROFILE = "PROFILE.md"
@@ -44,7 +44,7 @@ TYPE_GROUP = {
 LINE_CHARS = 240
 
 
-@dataclass(frozen=True)
+@record
 class ProfileResult:
     scope: str  # "shared" or the agent
     path: str
@@ -226,7 +226,7 @@ def read_profile(vault: Vault, agent: str | None) -> tuple[Path, notes.Note] | N
     return path, notes.parse(vault.read_text(path, what="profile"))
 
 
-@dataclass(frozen=True)
+@record
 class CheckedProfile:
     """A profile as its signed metadata line vouches for it (`nexus.digests`: signed like a
     digest). `problem` is (kind, message) when it fails verification: then nothing of it is

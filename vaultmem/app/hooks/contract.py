@@ -26,14 +26,13 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import clock
 from vaultmem.core.errors import VaultmemError
-from vaultmem.core.records import evolve
+from vaultmem.core.records import evolve, field, record
 from vaultmem.core.vault import Vault
 
 LOG_NAME = "hooks.log"
@@ -91,7 +90,7 @@ class HookTimeout(Exception):
     """The hook ran out of its time (`[hooks] timeout`)."""
 
 
-@dataclass(frozen=True)
+@record
 class HookInput:
     """The documented fields of the payload; anything else is kept in `raw`."""
 
@@ -139,7 +138,7 @@ def parse_input(text: str) -> HookInput:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     """What the command prints (stdout, stderr), then `after` runs (e.g. move the read cursor
     once the context is out). The exit status is always 0."""
@@ -197,7 +196,7 @@ def hook_vault(vault: Vault) -> Vault:
     """The vault with the hooks' shorter lock timeout: a hook never waits long for a writer."""
     log = vault.config.log
     limit = min(log.lock_timeout, vault.config.hooks.lock_timeout)
-    return replace(vault, config=evolve(vault.config, log=evolve(log, lock_timeout=limit)))
+    return evolve(vault, config=evolve(vault.config, log=evolve(log, lock_timeout=limit)))
 
 
 def open_hook_vault(vault_path: Path | None, payload: HookInput) -> Vault:

@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ from vaultmem.app.pack import sections, window
 from vaultmem.app.pack.hints import invocation
 from vaultmem.core import clock
 from vaultmem.core.fsio import atomic_write
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
 from vaultmem.nexus.coord import awaits_ack
@@ -221,7 +221,7 @@ def _rank(e: entry.Entry, agent: str, acked: set[str]) -> int:
     return 1
 
 
-@dataclass(frozen=True)
+@record
 class Delta:
     """What is new for an agent since its cursor, fitted to a budget."""
 

@@ -6,7 +6,6 @@ deleted) and never overwrites a file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from vaultmem.app.lifecycle.upgrade import current_format
@@ -20,11 +19,12 @@ from vaultmem.core.config import (
 )
 from vaultmem.core.errors import UsageError, VaultError
 from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.records import record
 from vaultmem.core.templates import template
 from vaultmem.core.vault import STATE_DIR, Vault, validate_name
 
 
-@dataclass(frozen=True)
+@record
 class InitResult:
     root: str
     created: tuple[str, ...]  # vault-relative paths of files created now

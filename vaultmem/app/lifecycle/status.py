@@ -6,15 +6,15 @@ Problems are values, not exceptions: a report lists every one it finds.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem.core.errors import PathOutsideVaultError, VaultmemError
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts, lines
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     path: str
     kind: str  # "broken-frontmatter", "bad-encoding", "missing-target", "unindexed-fact", ...
@@ -25,7 +25,7 @@ class Problem:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@record
 class StatusReport:
     vault: str
     agents: tuple[str, ...]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from vaultmem.core.config import CONFIG_NAME, set_toml_key
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 
 Migration = Callable[[Vault, bool], list[str]]
@@ -36,7 +36,7 @@ def current_format() -> int:
     return len(MIGRATIONS)
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     name: str
     changes: tuple[str, ...]
@@ -45,7 +45,7 @@ class Step:
         return {"name": self.name, "changes": list(self.changes)}
 
 
-@dataclass(frozen=True)
+@record
 class UpgradeReport:
     from_format: int
     to_format: int

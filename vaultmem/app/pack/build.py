@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +63,11 @@ from vaultmem.core.errors import (
     VaultmemError,
 )
 from vaultmem.core.fsio import atomic_write
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 
 
-@dataclass(frozen=True)
+@record
 class Pack:
     agent: str
     vault: str

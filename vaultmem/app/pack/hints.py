@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from vaultmem.core.config import ENV_AGENT, ENV_VAULT, env
+from vaultmem.core.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Invocation:
     exe: str  # `vaultmem`, or this install's absolute path
     where: str  # ` --vault V --agent A`, as far as the environment does not give them

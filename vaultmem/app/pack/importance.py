@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.app.pack.sections import Item, Section, estimate_tokens
 from vaultmem.core.errors import PathOutsideVaultError
 from vaultmem.core.importance import score
+from vaultmem.core.records import evolve
 
 if TYPE_CHECKING:
     from vaultmem.core.vault import Vault
@@ -96,14 +96,14 @@ def rate(
             count = used.get(item.id, 0) + (used.get(item.path, 0) if item.path else 0)
             count += item.acked
             items.append(
-                replace(
+                evolve(
                     item,
                     score=score(
                         settings, kind or "fact", time=time, now=now, evidence=evidence, used=count
                     ),
                 )
             )
-        out.append(replace(s, items=tuple(items)))
+        out.append(evolve(s, items=tuple(items)))
     return out
 
 

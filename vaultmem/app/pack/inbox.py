@@ -9,7 +9,6 @@ not shown) but never removes it. `vaultmem inbox` shows it alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from vaultmem.app.pack.hints import Invocation, invocation
 from vaultmem.app.pack.sections import SUMMARY_CHARS, Section, cut, fence
 from vaultmem.core import clock
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import coord
 from vaultmem.nexus.entry import ARROW, Entry, EntryType
@@ -64,7 +64,7 @@ def status_note(item: coord.Item, agents: tuple[str, ...]) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-@dataclass(frozen=True)
+@record
 class InboxView:
     agent: str
     items: tuple[coord.Item, ...]

@@ -17,11 +17,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import clock, seal
+from vaultmem.core import clock, records, seal
 from vaultmem.core.errors import EntryNotFoundError
 from vaultmem.core.fsio import append_line
 from vaultmem.core.locking import exclusive, lock_path
@@ -32,7 +31,7 @@ _ROTATED = re.compile(rf"(?P<agent>{AGENT_NAME})\.(?P<n>[0-9]{{1,9}})\.jsonl")
 COMMANDS = ("read", "recall", "inbox")
 
 
-@dataclass(frozen=True)
+@records.record
 class Receipt:
     time: str
     command: str

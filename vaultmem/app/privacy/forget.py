@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.core import notes
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.memory import facts, gate
 
 
-@dataclass(frozen=True)
+@record
 class Forgotten:
     fact: facts.Fact
     index_line_removed: bool

@@ -20,19 +20,19 @@ import difflib
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vaultmem.app.setup import folders, jsonedit
 from vaultmem.core.errors import IntegrityError, RefusedError
 from vaultmem.core.fsio import atomic_write, read_text
+from vaultmem.core.records import record
 
 HOOK_RE = re.compile(r"(?:^|[\s/\\\"'])vaultmem(?:\.exe)?[\"']?\s+hook\s+(?P<event>[a-z][a-z-]*)")
 NO_NEWLINE = " · nl"  # in a start marker: the file had no final newline before the block
 
 
-@dataclass(frozen=True)
+@record
 class FileChange:
     path: Path
     before: str | None  # None: the file does not exist
@@ -336,7 +336,7 @@ def _empty_to_none(source: str) -> str | None:
 # --- marked blocks --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Markers:
     start: str  # the start line without the newline token, e.g. "<!-- vaultmem:start ... -->"
     end: str

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from vaultmem.core.records import field, record
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
 
 
-@dataclass
+@record(frozen=False)
 class Node:
     """A JSON value and where it is in the text (`start` inclusive, `end` exclusive)."""
 
@@ -33,7 +34,7 @@ class Node:
         return next((m for m in self.members if m.key == key), None)
 
 
-@dataclass
+@record(frozen=False)
 class Member:
     key: str
     start: int  # the key's opening quote

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from vaultmem.app.hooks.contract import RUNTIME_EVENTS, TIMEOUT_UNIT, HookEvent
 from vaultmem.app.pack.hints import executable
 from vaultmem.app.setup import files as sf
 from vaultmem.core.config import ENV_AGENT, ENV_VAULT
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 
 SERVER_NAME = "vaultmem"
@@ -68,7 +68,7 @@ class SetupScope(StrEnum):
     USER = "user"
 
 
-@dataclass(frozen=True)
+@record
 class SetupPlan:
     runtime: str
     agent: str

@@ -13,10 +13,10 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from vaultmem.core.errors import LockTimeoutError, UnavailableError, VaultmemError
+from vaultmem.core.records import record
 
 OFFLINE = re.compile(
     r"Could not resolve host|unable to access|Connection refused|Could not read from remote"
@@ -115,7 +115,7 @@ def git_bytes(root: Path, *args: str, stdin: bytes | None = None, timeout: float
     return proc.stdout
 
 
-@dataclass(frozen=True)
+@record
 class TreeChange:
     """One entry `git diff-tree --raw` reports: modes and blob ids ("0"*40 when absent)."""
 

@@ -18,11 +18,11 @@ the pins on this machine decide what takes effect (`vaultmem trust`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from vaultmem.app.sync.git import diff_tree, git, git_bytes
 from vaultmem.core.errors import RefusedError
+from vaultmem.core.records import record
 
 LINK, GITLINK = "120000", "160000"
 LOCAL_DIRS = (".vaultmem", ".git")
@@ -33,7 +33,7 @@ class IncomingRefusedError(RefusedError):
     """A fetched commit would write local state, a link or the merge rules (exit 8)."""
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     mode: str  # the new mode ("000000" when deleted)
     blob: str  # the new blob id

@@ -27,7 +27,6 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from vaultmem.app.sync.objects import merge
 from vaultmem.app.sync.worktree import ensure_template_lines
 from vaultmem.core.errors import LockTimeoutError, UnavailableError, VaultmemError
 from vaultmem.core.locking import BARRIER, barrier, exclusive, lock_path
+from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 
 __all__ = ["OfflineError", "SyncConflictError", "SyncReport", "status", "sync", "watch"]
@@ -63,7 +63,7 @@ class SyncConflictError(VaultmemError):
     exit_code = 5
 
 
-@dataclass(frozen=True)
+@record
 class SyncReport:
     outcome: str  # "synced", "nothing"
     committed: str | None = None  # the commit made of local changes
@@ -87,7 +87,7 @@ class SyncReport:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class SyncStatus:
     branch: str
     upstream: str | None
@@ -137,7 +137,7 @@ def _upstream(root: Path, remote: str | None) -> tuple[str, str | None]:
 # --- sync -------------------------------------------------------------------------------------
 
 
-@dataclass
+@record(frozen=False)
 class _Run:
     """What one sync did so far, for its report."""
 

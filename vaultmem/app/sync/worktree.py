@@ -20,12 +20,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from vaultmem.app.sync.git import blob_id, diff_tree, git, git_bytes, git_tracked, stage, who
 from vaultmem.core import seal
 from vaultmem.core.fsio import TEMP_PREFIX, atomic_write, ensure_dir, fsync_dir
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 
 # never committed: local state, vaultmem's temp files, git's merge-driver scratch files
@@ -41,7 +41,7 @@ DRIVERS = {
 INFO_EXCLUDE = ("/.vaultmem/", f"{TEMP_PREFIX}*", ".merge_file_*")
 
 
-@dataclass(frozen=True)
+@record
 class Commit:
     sha: str
     message: str
@@ -205,7 +205,7 @@ def commit_all(vault: Vault, root: Path, message: str | None = None) -> Commit |
 # --- moving the working tree ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Move:
     path: str
     old: str | None  # blob id committed (None: the file did not exist)
