@@ -391,3 +391,18 @@ def test_an_empty_question_is_a_usage_error(vault: Path, query: str) -> None:
 
     res = run_cli("recall", query, "--vault", str(vault))
     assert res.exit_code == 2 and "recall needs a question" in res.stderr and res.stdout == ""
+
+
+def test_the_table_names_the_title_once_then_the_heading_under_it(vault: Path) -> None:
+    """Issue 25: a hit showed "Stripe integration › Stripe integration > Webhooks"."""
+    (vault / "wiki" / "gateway.md").write_text(
+        "# Zanzibar gateway\n\nWe pay through it.\n\n## Retries\n\nZanzibar retries 5 times.\n",
+        encoding="utf-8",
+    )
+    res = run_cli("recall", "zanzibar retries", "--vault", str(vault), "--mode", "keyword")
+    assert res.exit_code == 0, res.stderr
+    flat = " ".join(res.stdout.replace("│", " ").split())
+    assert "Zanzibar gateway › Retries" in flat, res.stdout
+    assert "Zanzibar gateway › Zanzibar gateway" not in flat
+    data = json.loads(run_cli("recall", "zanzibar retries", "--vault", str(vault), "--json").stdout)
+    assert data["hits"][0]["heading"] == "Zanzibar gateway > Retries"  # the JSON keeps the path
