@@ -305,8 +305,8 @@ def log_sections(
         latest = "the latest entry" if n == 1 else f"the latest {n} entries" if n else "nothing yet"
         intro = f"First read: {latest} from other agents."
     else:
-        new = "1 new entry" if n == 1 else f"{n} new entries"
-        intro = f"{new} from other agents since {since or 'your last read'}."
+        counted = "1 new entry" if n == 1 else f"{n} new entries"
+        intro = f"{counted} from other agents since {since or 'your last read'}."
     if elsewhere:
         verb = "is" if elsewhere == 1 else "are"
         intro += f" {elsewhere} more {verb} shown above (your inbox, open alerts)."
