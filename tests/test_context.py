@@ -185,7 +185,7 @@ def test_reading_an_empty_log_counts_as_a_read(vault: Path) -> None:
     log.append(v, "lyra", "hello")
     pack = read_json(vault, "--agent", "ella")
     assert new_ids(pack) == ["lyra.1"]
-    assert pack["sections"]["new_entries"]["text"].startswith("1 new entries from other agents")
+    assert pack["sections"]["new_entries"]["text"].startswith("1 new entry from other agents")
 
 
 def test_a_cursor_that_cannot_be_saved_does_not_fail_the_read(vault: Path) -> None:
@@ -210,3 +210,21 @@ def test_a_negative_budget_is_a_usage_error(vault: Path) -> None:
         ).exit_code
         == 0
     )
+
+
+def test_the_new_entries_line_counts_in_plain_english(vault: Path) -> None:
+    """Issue 25: a first read on an empty log said "the latest 0 entries", one entry in the
+    inbox "1 more are shown above"."""
+    v = make_keys(vault, "ella", "lyra")
+
+    def intro() -> str:
+        text = read_json(vault, "--agent", "ella")["sections"]["new_entries"]["text"]
+        return str(text).split("\n", 1)[0]
+
+    assert intro() == "First read: nothing yet from other agents."
+    log.append(v, "lyra", "for ella", to=("ella",))  # shown in her inbox, counted here
+    log.append(v, "lyra", "for everyone")
+    line = intro()
+    assert line.startswith("1 new entry from other agents since "), line
+    assert "1 more is shown above (your inbox, open alerts)." in line
+    assert " 1 new entries" not in line and "1 more are" not in line

@@ -327,7 +327,7 @@ def test_cli_recall_json_contract(vault: Path) -> None:
     assert {"files", "refreshed", "age_seconds", "stale"} <= set(data["index"])
     assert len(data["hits"]) == 2
     keys = {"rank", "score", "path", "kind", "title", "heading", "line_start", "line_end"}
-    assert keys | {"snippet", "id", "agent", "date"} == set(data["hits"][0])
+    assert keys | {"snippet", "id", "agent", "date", "priority"} == set(data["hits"][0])
 
 
 def test_cli_recall_table_and_errors(vault: Path) -> None:
@@ -391,3 +391,38 @@ def test_an_empty_question_is_a_usage_error(vault: Path, query: str) -> None:
 
     res = run_cli("recall", query, "--vault", str(vault))
     assert res.exit_code == 2 and "recall needs a question" in res.stderr and res.stdout == ""
+
+
+def test_the_table_names_the_title_once_then_the_heading_under_it(vault: Path) -> None:
+    """Issue 25: a hit showed "Stripe integration › Stripe integration > Webhooks"."""
+    (vault / "wiki" / "gateway.md").write_text(
+        "# Zanzibar gateway\n\nWe pay through it.\n\n## Retries\n\nZanzibar retries 5 times.\n",
+        encoding="utf-8",
+    )
+    res = run_cli("recall", "zanzibar retries", "--vault", str(vault), "--mode", "keyword")
+    assert res.exit_code == 0, res.stderr
+    flat = " ".join(res.stdout.replace("│", " ").split())
+    assert "Zanzibar gateway › Retries" in flat, res.stdout
+    assert "Zanzibar gateway › Zanzibar gateway" not in flat
+    data = json.loads(run_cli("recall", "zanzibar retries", "--vault", str(vault), "--json").stdout)
+    assert data["hits"][0]["heading"] == "Zanzibar gateway > Retries"  # the JSON keeps the path
+
+
+def test_json_says_why_a_lower_score_ranks_first(vault: Path) -> None:
+    """Issue 25: scores in --json did not explain the order (…0.72, 6.87…): a short lookup
+    ranks notes holding more of its words first. `priority` carries that, and hits are in
+    (priority, score) order."""
+    (vault / "wiki" / "queue.md").write_text(
+        "# Queue\n\nQueue queue queue. The queue worker drains the queue. Queue retries.\n"
+    )
+    (vault / "wiki" / "long.md").write_text(
+        "# Worker notes\n\nA long page about deploys, staging, billing, invoices, customers, "
+        "support, on-call rotation, dashboards and alerts; the queue once, by zephyr.\n"
+    )
+    res = run_cli("recall", "queue zephyr", "--vault", str(vault), "--json", "--mode", "keyword")
+    hits = json.loads(res.stdout)["hits"]
+    assert [h["path"] for h in hits[:2]] == ["wiki/long.md", "wiki/queue.md"]
+    assert hits[0]["score"] < hits[1]["score"]  # the score alone does not explain it
+    assert hits[0]["priority"] > hits[1]["priority"]
+    order = [(-h["priority"], -h["score"]) for h in hits]
+    assert order == sorted(order)

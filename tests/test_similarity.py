@@ -96,3 +96,31 @@ def test_an_italian_vault_keeps_a_negated_fact_apart(vault: Path) -> None:
     assert first["outcome"] == "inserted"
     assert second["outcome"] != "duplicate", second
     assert second["id"] != first["id"]
+
+
+def test_consolidation_in_an_italian_vault_proposes_a_contradiction_not_a_merge(
+    vault: Path,
+) -> None:
+    """Consolidation compares memories in the vault's language too: with English rules alone
+    'non' is a content word and the two facts below merge as near-duplicates."""
+    from vaultmem.bank.consolidate import find_clusters
+    from vaultmem.core.vault import Vault
+    from vaultmem.memory import facts
+
+    toml = vault / "vaultmem.toml"
+    text = toml.read_text()
+    toml.write_text(
+        text.replace('language = "en"', 'language = "it"')
+        if 'language = "en"' in text
+        else 'language = "it"\n' + text
+    )
+    v = Vault.open(vault)
+    assert v.config.language == "it"
+    yes = facts.remember(
+        v, "Chiara vuole rivedere le migrazioni il venerdì.", name="Revisioni", type_="preference"
+    )
+    no = facts.remember(
+        v, "Chiara non vuole rivedere le migrazioni il venerdì.", name="Venerdì", type_="preference"
+    )
+    pair = [c for c in find_clusters(Vault.open(vault), None) if {yes.id, no.id} <= set(c.ids)]
+    assert [c.kind for c in pair] == ["supersede"], pair

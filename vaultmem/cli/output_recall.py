@@ -36,6 +36,14 @@ def _snippet(text: str) -> str:
     )
 
 
+def _head(title: str, heading: str) -> str:
+    """The note's title, then the heading path under it, the title said once ("Stripe
+    integration › Webhooks", not "Stripe integration › Stripe integration > Webhooks")."""
+    if heading.startswith(f"{title} > "):
+        heading = heading[len(title) + 3 :]
+    return title + (f" › {heading}" if heading and heading != title else "")
+
+
 def render_recall(result: RecallResult) -> None:
     fresh = result.index
     if not result.hits:
@@ -49,7 +57,7 @@ def render_recall(result: RecallResult) -> None:
         table.add_column("what", overflow="fold", ratio=3)
         for h in result.hits:
             where = f"{h.path}:{h.line_start}-{h.line_end}"
-            head = h.title + (f" › {h.heading}" if h.heading and h.heading != h.title else "")
+            head = _head(h.title, h.heading)
             extra = " · ".join(x for x in (h.id, h.agent, h.date) if x)
             what = f"[bold]{escape(head)}[/]"
             if extra:

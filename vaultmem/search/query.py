@@ -3,9 +3,8 @@
 Every call first brings the index up to date with the files (`refresh.refresh`), so a note saved
 in Obsidian a second ago is found. Plain words rank with BM25F under OR semantics (natural
 questions share few words with their answer, so AND finds almost nothing); `"quoted phrases"`
-must match; `field:value` filters. Several sections of one note are aggregated into one hit (the
-best section, scored with support from the others), while log entries and decisions stay
-separate hits.
+rank first (`phrase:"..."` must match); `field:value` filters. Sections of one note make one hit
+(the best section, with support from the others); log entries and decisions stay apart.
 """
 
 from __future__ import annotations
@@ -100,6 +99,7 @@ class Hit:
     explain: tuple[tuple[str, float], ...] = ()
     # with --explain: this hit's rank in keyword search and in semantic search (None: absent)
     ranks: tuple[int | None, int | None] = (None, None)
+    priority: int = 0  # what orders before the score: see Ranked
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -115,6 +115,7 @@ class Hit:
             "id": self.id,
             "agent": self.agent,
             "date": self.date,
+            "priority": self.priority,
         }
         if explain:
             out["explain"] = [{"term": t, "score": s} for t, s in self.explain]
@@ -309,10 +310,11 @@ def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end:
     return "\n".join(cache[rel][max(start, 1) - 1 : end])
 
 
-# (score, best document, priority): the priority orders first, the score within it. It is
-# the query's soft phrases the note holds (x PHRASE_FIRST), plus for a short lookup the query
-# terms it holds.
+# (score, best document, priority): the priority orders first, the score within it (a hit's
+# `priority` in --json says so). It is the query's soft phrases the note holds (x PHRASE_FIRST),
+# plus for a short lookup the query terms it holds.
 Ranked = list[tuple[float, engine.RawHit, int]]
+Fused = list[tuple[float, engine.RawHit, int | None, int | None, int]]  # + keyword, dense ranks
 PHRASE_FIRST = 1000
 
 
@@ -360,9 +362,7 @@ def _dense(searcher: engine.Searcher, parsed: engine.Query, model: Model) -> Ran
     return _group(raw, support=False)
 
 
-def _fuse(
-    keyword: Ranked, dense: Ranked
-) -> list[tuple[float, engine.RawHit, int | None, int | None]]:
+def _fuse(keyword: Ranked, dense: Ranked) -> Fused:
     """The calibrated mix of both rankings (see SEMANTIC_WEIGHT), with each side's rank.
 
     Keyword scores are divided by the best one, cosines rescaled between the best and the
@@ -387,7 +387,7 @@ def _fuse(
     out.sort(key=lambda x: (-x[4], -x[0], x[2] or 10**9))
     # back on the keyword scale (x the best keyword score): thresholds set for BM25F scores,
     # such as the prompt hook's [hooks] recall_min_score, keep their meaning in hybrid mode
-    return [(s * top, h, kr, dr) for s, h, kr, dr, _held in out]
+    return [(s * top, h, kr, dr, held) for s, h, kr, dr, held in out]
 
 
 def _search(
@@ -399,7 +399,7 @@ def _search(
     model: Model | None = None,
     mode: str = "keyword",
 ) -> list[Hit]:
-    ranked: list[tuple[float, engine.RawHit, int | None, int | None]]
+    ranked: Fused
     keyword: Ranked = []
     if mode != "semantic":
         raw = searcher.search(
@@ -410,10 +410,10 @@ def _search(
         short = not question and 1 < len(set(searcher.plain_terms(parsed.words))) <= ALL_TERMS_MAX
         keyword = _group(raw, support=True, short=short)
     if model is None or mode == "keyword":
-        ranked = [(s, h, i, None) for i, (s, h, _held) in enumerate(keyword, start=1)]
+        ranked = [(s, h, i, None, held) for i, (s, h, held) in enumerate(keyword, start=1)]
     elif mode == "semantic":
         dense = _dense(searcher, parsed, model)
-        ranked = [(s, h, None, i) for i, (s, h, _held) in enumerate(dense, start=1)]
+        ranked = [(s, h, None, i, held) for i, (s, h, held) in enumerate(dense, start=1)]
     else:
         ranked = _fuse(keyword, _dense(searcher, parsed, model))
     wanted: set[str] = set()
@@ -421,7 +421,7 @@ def _search(
         wanted.update(searcher.terms(w))
     hits = []
     files: dict[str, list[str]] = {}
-    for rank, (score, h, kw_rank, dense_rank) in enumerate(ranked[:limit], start=1):
+    for rank, (score, h, kw_rank, dense_rank, held) in enumerate(ranked[:limit], start=1):
         f = h.fields
         start, end = f.get("lines") or (0, 0)
         text = _lines(searcher.vault, f["path"], files, int(start), int(end))
@@ -445,6 +445,7 @@ def _search(
                 date=f.get("date") or None,
                 explain=h.explain,
                 ranks=(kw_rank, dense_rank),
+                priority=held,
             )
         )
     return hits

@@ -300,12 +300,16 @@ def log_sections(
             for e, t in zip(shown_entries, texts, strict=True)
         )
 
+    n = len(others)
     if cursor is None:
-        intro = f"First read: the latest {len(others)} entries from other agents."
+        latest = "the latest entry" if n == 1 else f"the latest {n} entries" if n else "nothing yet"
+        intro = f"First read: {latest} from other agents."
     else:
-        intro = f"{len(others)} new entries from other agents since {since or 'your last read'}."
+        counted = "1 new entry" if n == 1 else f"{n} new entries"
+        intro = f"{counted} from other agents since {since or 'your last read'}."
     if elsewhere:
-        intro += f" {elsewhere} more are shown above (your inbox, open alerts)."
+        verb = "is" if elsewhere == 1 else "are"
+        intro += f" {elsewhere} more {verb} shown above (your inbox, open alerts)."
     if check.failed:
         intro += " " + check.note()
     if more and cursor is not None:
