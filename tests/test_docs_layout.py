@@ -52,5 +52,5 @@ def test_the_reference_lives_in_docs_not_the_readme() -> None:
 def test_no_doc_says_the_mcp_server_needs_an_extra() -> None:
     """The server speaks MCP itself: `vaultmem mcp` never exits 7 for a missing package."""
     stale = re.compile(r"needs the `mcp` extra|`vaultmem mcp` without the `mcp` extra")
-    found = [p.name for p in DOCS if stale.search(p.read_text(encoding="utf-8"))]
+    found = [p.name for p in [REPO / "README.md", *DOCS] if stale.search(p.read_text("utf-8"))]
     assert not found
