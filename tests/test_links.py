@@ -195,3 +195,37 @@ def test_an_in_vault_link_never_hands_another_agents_fact_to_recall(vault: Path)
     # facts are files, never links: ella's memory folder link is not one of her facts
     mem = run_cli("memories", "--vault", str(vault), "--json")
     assert "agents/ella/memory/payroll.md" not in mem.stdout
+
+
+def test_a_folder_read_before_is_checked_again_when_it_becomes_a_link(
+    vault: Path, outside: Path
+) -> None:
+    """One open vault remembers folders it resolved (a pack reads 200 fact notes from one).
+    A folder swapped for a link out after that, or a file in it that is a link out, is still
+    refused; a link to another folder of the vault still reads its target and does not make
+    the folder stand for the target's folder."""
+    from vaultmem.core.vault import LinkOutsideVaultError, Vault
+
+    v = Vault.open(vault)
+    memory = vault / "memory"
+    (memory / "first.md").write_text("first\n")
+    (vault / "wiki").mkdir(exist_ok=True)
+    (vault / "wiki" / "elsewhere.md").write_text("in the wiki\n")
+    (vault / "wiki" / "second.md").write_text("the wiki's second\n")
+    (memory / "second.md").write_text("memory's second\n")
+    (memory / "alias.md").symlink_to(vault / "wiki" / "elsewhere.md")
+    assert v.read_bytes(memory / "alias.md") == b"in the wiki\n"  # a link inside: its target
+    assert v.read_bytes(memory / "second.md") == b"memory's second\n"  # not the wiki's
+    assert v.read_bytes(memory / "first.md") == b"first\n"  # the folder is known now
+
+    (memory / "leak.md").symlink_to(outside / "secret.md")
+    with pytest.raises(LinkOutsideVaultError):
+        v.read_bytes(memory / "leak.md")
+
+    memory.rename(vault / "memory-moved")
+    memory.symlink_to(outside, target_is_directory=True)
+    (outside / "first.md").write_text(f"{MARKER}\n")
+    with pytest.raises(LinkOutsideVaultError):
+        v.read_bytes(memory / "first.md")
+    with pytest.raises(LinkOutsideVaultError):
+        v.open_inside(memory / "secret.md")

@@ -197,12 +197,9 @@ def _cut_items(s: Section, total: int, budget: int) -> tuple[Section, list[Item]
     def stop(k: int, size: int) -> bool:  # where cutting one item at a time stops
         return k >= len(order) or base + size <= budget or len(s.items) - k <= 1
 
-    def steps() -> list[list[Item]]:
-        remaining, out = list(s.items), []
-        for victim in order:
-            remaining.remove(victim)
-            out.append(list(remaining))
-        return out
+    def without(k: int) -> list[Item]:  # the items left once the k lowest are cut
+        gone = {id(victim) for victim in order[:k]}
+        return [i for i in s.items if id(i) not in gone]
 
     title = estimate_tokens(s.title) + 4
     text, k = s.text, 0
@@ -214,21 +211,20 @@ def _cut_items(s: Section, total: int, budget: int) -> tuple[Section, list[Item]
             note = f"({k} more not shown: cut to fit the budget, lowest importance first)"
             if stop(k, title + estimate_tokens(f"{text}\n\n{note}")):
                 break
-    kept = steps()
     if not alone:
         k = -1
     elif k == 0:
         return s, [], total
     if k > 0:
-        smaller = s.with_items(tuple(kept[k - 1]), k)
-        before = s.with_items(tuple(kept[k - 2]), k - 1).tokens if k > 1 else s.tokens
+        smaller = s.with_items(tuple(without(k)), k)
+        before = s.with_items(tuple(without(k - 1)), k - 1).tokens if k > 1 else s.tokens
         if stop(k, smaller.tokens) and not stop(k - 1, before):
             return smaller, order[:k], base + smaller.tokens
     current, n = s, 0  # no estimate, or it was off: one at a time
     if stop(0, s.tokens):
         return s, [], total
-    for n, remaining in enumerate(kept, 1):
-        current = s.with_items(tuple(remaining), n)
+    for n in range(1, len(order) + 1):
+        current = s.with_items(tuple(without(n)), n)
         if stop(n, current.tokens):
             break
     return current, order[:n], base + current.tokens
