@@ -12,7 +12,9 @@ puts the file back whatever happens.
     python scripts/mutate.py --targeted      # only each mutant's targeted tests (a first pass)
 
 It prints one line per mutant (killed / SURVIVED / equivalent / stale) and writes the same as JSON to
-bench/out/mutants.json. A mutant is *stale* when its line is no longer in the code: update it.
+bench/out/mutants.json. A mutant is *stale* when its line is no longer in the code, or not once:
+update it. The run checks every chosen mutant before it applies any, and stops (exit 2, nothing
+run) on a stale one.
 A survivor that is truly equivalent (no behaviour can tell it apart) carries `equivalent=` with the
 reason, and is reported as such instead of as a failure.
 """
@@ -97,25 +99,30 @@ MUTANTS: list[Mutant] = [
         ("tests/test_promote.py",),
     ),
     # --- the signed logs -----------------------------------------------------------------------
+    # An entry's own checks (hash, id, key owner, signature, device, approval) are
+    # nexus/shown.py's `entry_problem`: `verify` runs it on every entry (verify_files._scan_bytes,
+    # hash_ok=None), a pack on those it shows. nexus/log.py's `head_ok` repeats them for the
+    # chain heads an append anchors, and nexus/repair.py checks the hash before it restores an
+    # entry from the journal; the mutants below break the copy verify uses, `entry_problem`.
     Mutant(
         "verify-hash",
-        "vaultmem/nexus/verify.py",
-        "if e.compute_hash() != e.hash:",
-        "if False:",
+        "vaultmem/nexus/shown.py",
+        "if not (e.compute_hash() == e.hash if hash_ok is None else hash_ok):",
+        "if not (True if hash_ok is None else hash_ok):",  # verify's case: hash_ok is None
         "an entry changed after it was written is reported (edited)",
         ("tests/test_log_integrity.py", "tests/test_trust.py"),
     ),
     Mutant(
         "verify-signature",
-        "vaultmem/nexus/verify.py",
-        "            if not ok:\n",
-        "            if False:\n",
+        "vaultmem/nexus/shown.py",
+        "    if not ok:\n",
+        "    if False:\n",
         "a signature that does not match is reported (forged)",
         ("tests/test_signing.py", "tests/test_trust.py"),
     ),
     Mutant(
         "verify-key-owner",
-        "vaultmem/nexus/verify.py",
+        "vaultmem/nexus/shown.py",
         "if pk.agent != e.agent:",
         "if False:",
         "an entry signed with another agent's key is reported (forged)",
@@ -123,7 +130,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "verify-device-chain",
-        "vaultmem/nexus/verify.py",
+        "vaultmem/nexus/shown.py",
         "if pk.device != entry.device_of(e.id):",
         "if False:",
         "one machine's key cannot continue another machine's chain",
@@ -132,14 +139,14 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "verify-anchored-heads",
         "vaultmem/nexus/verify.py",
-        '            elif not target.hash.removeprefix("sha256:").startswith(prefix):',
-        "            elif False:",
+        '    elif not target.hash.removeprefix("sha256:").startswith(prefix):',
+        "    elif False:",
         "a rewrite of an entry another agent anchored is reported on a fresh clone",
         ("tests/test_verify_forgery.py",),
     ),
     Mutant(
         "verify-unapproved-key",
-        "vaultmem/nexus/verify.py",
+        "vaultmem/nexus/shown.py",
         "if not pk.approved:",
         "if False:",
         "every entry signed with a key nobody vouched for is named",
@@ -147,7 +154,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "verify-forged-id",
-        "vaultmem/nexus/verify.py",
+        "vaultmem/nexus/shown.py",
         "if e.id != entry.entry_id(e.agent, e.seq, e.log, entry.device_of(e.id)):",
         "if False:",
         "an id that does not match its agent and sequence number is reported (forged)",
@@ -200,7 +207,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "journal-missing",
         "vaultmem/nexus/verify.py",
-        "if mid not in all_ids and mid not in reported_missing and mid not in reported:",
+        "if not present and mid not in report.reported_missing and mid not in reported:",
         "if False:",
         "an entry this machine appended that is gone from the files is reported (missing)",
         ("tests/test_log_integrity.py", "tests/test_trust.py"),
@@ -209,7 +216,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "chain-prev",
         "vaultmem/nexus/verify.py",
-        "if cur.prev != expected and agent not in forked:",
+        "if cur.prev != expected and agent not in index.forked:",
         "if False:",
         "an entry whose prev is not the hash of its agent's previous entry is reported",
         ("tests/test_log_integrity.py", "tests/test_verify_forgery.py", "tests/test_forks.py"),
@@ -226,8 +233,9 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "ack-other-recipient",
         "vaultmem/nexus/coord.py",
-        'if raw["resolved"] is not None or agent in raw["acked_by"]:',
-        'if raw["resolved"] is not None or raw["acked_by"]:',
+        # `waiting_for` is the one open/acked rule: Index.inbox, prune and the packs use it
+        "if a not in acked_by)",
+        "if not acked_by)",
         "one recipient's ack closes an entry for that recipient only, not for the others",
         ("tests/test_coordination.py",),
     ),
@@ -352,7 +360,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "lock-barrier",
         "vaultmem/core/locking.py",
-        'if path.parent.name == "locks" and path.name not in _OUTSIDE_BARRIER:',
+        'if barrier and path.parent.name == "locks" and path.name not in _OUTSIDE_BARRIER:',
         "if False:",
         "every vaultmem write lock holds the sync barrier (shared): no write runs while a sync "
         "commits and moves the working tree",
@@ -361,8 +369,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "lock-barrier-shared",
         "vaultmem/core/locking.py",
-        '_wait_for(barrier, path.with_name(BARRIER), deadline, timeout, "sync", shared=True)',
-        '_wait_for(barrier, path.with_name(BARRIER), deadline, timeout, "sync", shared=False)',
+        '_wait_for(shared, path.with_name(BARRIER), deadline, timeout, "sync", shared=True)',
+        '_wait_for(shared, path.with_name(BARRIER), deadline, timeout, "sync", shared=False)',
         "writers share the barrier: two writes under different locks run at once",
         ("tests/test_locking.py",),
     ),
@@ -385,6 +393,28 @@ MUTANTS: list[Mutant] = [
         ("tests/test_obsidian_links.py",),
     ),
 ]
+
+
+def stale(mutants: list[Mutant]) -> list[str]:
+    """What is wrong with the mutant list itself, one line each: a `find` that is not exactly
+    once in its file (the code moved: point the mutant at where the check lives now), a
+    `replace` that changes nothing, a name used twice."""
+    problems = []
+    names: set[str] = set()
+    for m in mutants:
+        if m.name in names:
+            problems.append(f"{m.name}: the name is used twice")
+        names.add(m.name)
+        try:
+            n = (ROOT / m.path).read_text(encoding="utf-8").count(m.find)
+        except OSError as exc:
+            problems.append(f"{m.name}: {m.path} cannot be read ({exc})")
+            continue
+        if n != 1:
+            problems.append(f"{m.name}: {m.find!r} occurs {n} times in {m.path}, not once")
+        if m.replace == m.find:
+            problems.append(f"{m.name}: the replacement is the text it replaces")
+    return problems
 
 
 def run(args: list[str], timeout: float) -> tuple[bool, str]:
@@ -472,6 +502,12 @@ def main() -> int:
             state = "applies" if text.count(m.find) == 1 else "STALE"
             print(f"{m.name:28} {state:8} {m.path}: {m.promise}")
         return 0
+    problems = stale(chosen)
+    if problems:  # before anything runs: a stale mutant would only be skipped, late
+        print(f"{len(problems)} stale mutant(s); nothing was run:", file=sys.stderr)
+        for line in problems:
+            print(f"  {line}", file=sys.stderr)
+        return 2
     report = []
     for m in chosen:
         row = try_mutant(m, full=opts.full, targeted=opts.targeted, timeout=opts.timeout)
