@@ -66,6 +66,14 @@ MUTANTS: list[Mutant] = [
         ("tests/test_vault.py", "tests/test_trust.py"),
     ),
     Mutant(
+        "read-known-folder",
+        "vaultmem/core/vault.py",
+        "if known is not None and all(_is_folder(step) for step in known[1]):",
+        "if known is not None:",
+        "a folder resolved before is checked again (still a folder, not a link) on every read",
+        ("tests/test_links.py",),
+    ),
+    Mutant(
         "path-absolute",
         "vaultmem/core/vault.py",
         'if not text or PurePosixPath(text).is_absolute() or text.startswith("~"):',
