@@ -28,7 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_quality import DEFAULT_DATA, TUNED_CONVERSATIONS, bm25_baseline, mean, run
+from recall_quality import (
+    DEFAULT_DATA,
+    TUNED_CONVERSATIONS,
+    apply_knobs,
+    bm25_baseline,
+    knob_option,
+    mean,
+    run,
+)
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -91,21 +99,9 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=None, help="where to build the vault (kept)")
     ap.add_argument("--modes", default="keyword,hybrid", help="comma-separated recall modes")
     ap.add_argument("--by-category", action="store_true", help="R@10 per question category")
-    ap.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="MODULE.KNOB=VALUE",
-        help="try a ranker knob, e.g. query.SEMANTIC_WEIGHT=0.3 (tune on convs 0-4 only)",
-    )
+    knob_option(ap)
     args = ap.parse_args()
-    import importlib
-
-    for item in args.set:
-        target, _, value = item.partition("=")
-        module, _, knob = target.rpartition(".")
-        mod = importlib.import_module(f"vaultmem.search.{module}")
-        setattr(mod, knob, type(getattr(mod, knob))(float(value)))
+    apply_knobs(args.set)
 
     from vaultmem.core.vault import Vault
     from vaultmem.search.query import recall

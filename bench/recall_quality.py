@@ -200,12 +200,7 @@ def run(
     return scores, times
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo folder")
-    ap.add_argument("--work", type=Path, default=None, help="where to build the vault (kept)")
-    ap.add_argument("--modes", default="keyword,hybrid", help="comma-separated recall modes")
-    ap.add_argument("--model", default=None, help="embedding model folder or name")
+def knob_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--set",
         action="append",
@@ -213,15 +208,29 @@ def main() -> None:
         metavar="MODULE.KNOB=VALUE",
         help="try a ranker knob, e.g. query.SEMANTIC_WEIGHT=0.3 (tune on the tuned half only)",
     )
-    ap.add_argument("--skip-extra", action="store_true", help="LoCoMo halves only")
-    args = ap.parse_args()
+
+
+def apply_knobs(items: list[str]) -> None:
+    """`--set query.SEMANTIC_WEIGHT=0.3`: a module-level knob of vaultmem.search, for a trial."""
     import importlib
 
-    for item in args.set:
+    for item in items:
         target, _, value = item.partition("=")
         module, _, knob = target.rpartition(".")
         mod = importlib.import_module(f"vaultmem.search.{module}")
         setattr(mod, knob, type(getattr(mod, knob))(float(value)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo folder")
+    ap.add_argument("--work", type=Path, default=None, help="where to build the vault (kept)")
+    ap.add_argument("--modes", default="keyword,hybrid", help="comma-separated recall modes")
+    ap.add_argument("--model", default=None, help="embedding model folder or name")
+    knob_option(ap)
+    ap.add_argument("--skip-extra", action="store_true", help="LoCoMo halves only")
+    args = ap.parse_args()
+    apply_knobs(args.set)
 
     from vaultmem.core.vault import Vault
     from vaultmem.search.query import recall

@@ -12,33 +12,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._proc import git, vm
+
 pytestmark = pytest.mark.slow
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
-
-def vm(*args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem", *args],
-        env={**os.environ, "VAULTMEM_HOME": str(home)},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def on_remote(bare: Path, text: str) -> bool:

@@ -12,41 +12,16 @@ genuine chain, and verify reports the forgery alone.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests._hostile import evil_generation
+from tests._proc import git, vm
 from vaultmem.core.records import evolve
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def vm(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["VAULTMEM_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem", *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
 
 
 def _forge_entry(live: Path) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._proc import git, vm
 from vaultmem.app.sync.merge import merge_checkpoint, merge_index, merge_snapshot, merge_state
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -92,28 +93,6 @@ def test_a_digest_or_profile_made_on_two_machines_merges_to_the_newer_whole() ->
 
 
 # --- real repositories ------------------------------------------------------------------------
-
-
-def vm(
-    *args: str, cwd: Path | None = None, home: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if home is not None:
-        env["VAULTMEM_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-    ).stdout
 
 
 @pytest.fixture

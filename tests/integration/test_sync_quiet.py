@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests._imports import EVERYWHERE, NOT_SEARCH, YAML, check, loaded
+from tests._proc import git
+from tests._proc import vm as _vm
 from vaultmem.app.sync.quiet import nothing_to_do
 from vaultmem.core.vault import Vault
 
@@ -21,23 +23,10 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
 def vm(*args: str, home: Path, trace: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_TRACE")}
-    env["VAULTMEM_HOME"] = str(home)
-    if trace is not None:
-        env["GIT_TRACE"] = str(trace)
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    """vaultmem with git's own trace (GIT_TRACE) sent to `trace`, none inherited."""
+    return _vm(
+        *args, home=home, drop=("GIT_TRACE",), env={"GIT_TRACE": str(trace)} if trace else None
     )
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def git_commands(trace: Path) -> list[str]:
