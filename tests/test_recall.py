@@ -426,3 +426,23 @@ def test_json_says_why_a_lower_score_ranks_first(vault: Path) -> None:
     assert hits[0]["priority"] > hits[1]["priority"]
     order = [(-h["priority"], -h["score"]) for h in hits]
     assert order == sorted(order)
+
+
+def test_a_title_counts_once_not_again_in_every_heading(vault: Path) -> None:
+    """A note's title is in the title field; its sections' headings used to repeat it, so a
+    word of a dated title (a month) counted three times (title, heading, body) and outranked
+    notes holding the question's own words (LoCoMo: 'What did John attend with his colleagues
+    in March 2023?' found March sessions first, the April one that says 'my colleagues and I
+    went to a convention last month' 17th). A section's own heading still matches, and a hit
+    still shows the whole heading path."""
+    _write(vault, "sessions/march-3.md", "# Session (3 March, 2023)\n\nJohn talked about lunch.\n")
+    _write(vault, "wiki/stripe.md", "# Stripe integration\n\n## Webhooks\n\nRetries back off.\n")
+    hits = recall(_v(vault), "march session", explain=True, mode="keyword").hits
+    march = next(h for h in hits if h.path == "sessions/march-3.md")
+    terms = [t for t, _s in march.explain]
+    assert "title:march" in terms and not any(t.startswith("heading:") for t in terms), terms
+    hits = recall(_v(vault), "stripe webhooks", explain=True, mode="keyword").hits
+    stripe = next(h for h in hits if h.path == "wiki/stripe.md" and "Webhooks" in h.heading)
+    terms = [t for t, _s in stripe.explain]
+    assert "heading:webhook" in terms and "heading:stripe" not in terms, terms
+    assert stripe.heading == "Stripe integration > Webhooks"

@@ -79,6 +79,10 @@ class Doc:
     hidden: bool = False
     valid_until: str = ""
     unit: str = "section"  # "section", "passage" (of a long section) or "whole" (long section)
+    # the heading path without the note's title in front (indexed; `heading` is what is shown):
+    # a title counted again in every section's heading outweighed the section's own words
+    # (dated session notes ranked by the month in their title). None: the same as `heading`
+    own_heading: str | None = None
 
 
 def kind_of(rel: str) -> tuple[str, str]:
@@ -229,6 +233,18 @@ def sections(body: str, first_line: int) -> Iterator[tuple[str, int, int, list[s
         )
 
 
+def _own_heading(heading: str, title: str) -> str | None:
+    """The heading path less the note's title when it leads it ("Stripe integration >
+    Webhooks" under the title "Stripe integration": "Webhooks"); None when it does not."""
+    if not title or not heading:
+        return None
+    if heading == title:
+        return ""
+    if heading.startswith(f"{title} > "):
+        return heading[len(title) + 3 :]
+    return None
+
+
 def _passages(
     heading: str, start: int, end: int, lines: list[str]
 ) -> Iterator[tuple[str, int, int, str]]:
@@ -334,6 +350,7 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
                 title = heading
                 break
     title = title or stem
+    named = title
     if aliases:
         title = f"{title} {aliases}"
     for heading, start, end, lines in sections(note.body, note.body_line):
@@ -352,6 +369,7 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
                     line_start=start,
                     line_end=end,
                     unit="whole",
+                    own_heading=_own_heading(heading, named),
                     **common,
                 )
             )
@@ -366,6 +384,7 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
                     line_start=p_start,
                     line_end=p_end,
                     unit="passage" if len(parts) > 1 else "section",
+                    own_heading=_own_heading(p_heading, named),
                     **common,
                 )
             )
