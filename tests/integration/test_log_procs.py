@@ -140,6 +140,16 @@ def test_lock_held_by_another_process_times_out_with_exit_6(vault: Path) -> None
     assert res.returncode == 0 and res.stdout.strip() == "ella.1"
 
 
+def _tickets(state: Path) -> int:
+    from vaultmem.core import commit
+
+    fd = os.open(state, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        return commit._read(fd, commit.TICKETS) or 0
+    finally:
+        os.close(fd)
+
+
 def _commit_round(vault: Path, crash_victim: bool) -> tuple[list[str], bool]:
     """Hold the commit lock from outside while three writers append one entry each (one of
     them, with `crash_victim`, dies before its batch's fsync if it leads the batch); check
@@ -152,6 +162,7 @@ def _commit_round(vault: Path, crash_victim: bool) -> tuple[list[str], bool]:
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
     live = vault / "nexus" / "live-context.md"
+    tickets = _tickets(commit_lock) + 3  # what the count reads once all three wait
     procs = []
     for i, agent in enumerate(("ella", "lyra", "ella")):
         env = dict(os.environ)
@@ -171,6 +182,11 @@ def _commit_round(vault: Path, crash_victim: bool) -> tuple[list[str], bool]:
         deadline = time.monotonic() + 60
         while not all(f"batch{i} 0" in live.read_text(encoding="utf-8") for i in range(3)):
             assert time.monotonic() < deadline, "the writers never wrote their entries"
+            time.sleep(0.05)
+        # and took their tickets (just after the entry: a loaded machine can pause a writer
+        # in between, and a batch led without the victim's ticket leaves it leading alone)
+        while _tickets(commit_lock) != tickets:
+            assert time.monotonic() < deadline, "the writers never took their tickets"
             time.sleep(0.05)
         # written, but not acknowledged: nobody made them durable yet
         assert all(p.poll() is None for p in procs)

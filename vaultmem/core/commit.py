@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 
 from vaultmem.core.fsio import NOFOLLOW, before_step, ensure_dir, write_error
-from vaultmem.core.locking import exclusive
+from vaultmem.core.locking import holding
 
 WIDTH = 20  # digits of one copy of a count
 SLOT = 2 * WIDTH  # bytes of one slot: the count twice
@@ -38,6 +38,12 @@ TICKETS, DURABLE = 0, SLOT  # offsets of the two slots
 def commit_path(lock: Path) -> Path:
     """The commit state (and commit lock) of the log whose lock file is `lock`."""
     return lock.with_name(lock.stem + ".commit")
+
+
+def open_state(path: Path) -> int:
+    """A descriptor of the commit state file, for `take_ticket` and `make_durable` (`fd`): one
+    append then opens it once (the caller closes it)."""
+    return _open(path)
 
 
 def _open(path: Path) -> int:
@@ -67,9 +73,10 @@ def _write(fd: int, offset: int, value: int) -> None:
     os.pwrite(fd, text + text, offset)
 
 
-def take_ticket(path: Path) -> int:
+def take_ticket(path: Path, fd: int | None = None) -> int:
     """Count one more append written (the caller holds the log's lock and has written it)."""
-    fd = _open(path)
+    own = fd is None
+    fd = _open(path) if fd is None else fd
     try:
         # a garbled count (a hand edit) restarts from 0; the durable count is reset with it,
         # so it never claims the new tickets
@@ -80,18 +87,23 @@ def take_ticket(path: Path) -> int:
         _write(fd, TICKETS, last + 1)
         return last + 1
     finally:
-        os.close(fd)
+        if own:
+            os.close(fd)
 
 
-def make_durable(path: Path, ticket: int, files: list[Path], timeout: float, *, what: str) -> None:
+def make_durable(
+    path: Path, ticket: int, files: list[Path], timeout: float, *, what: str, fd: int | None = None
+) -> None:
     """Return once append number `ticket` (and every one before it) is fsynced in `files`:
-    by another writer's fsync, or by leading the batch (see the module's note)."""
-    fd = _open(path)
+    by another writer's fsync, or by leading the batch (see the module's note). The commit
+    lock is taken through the state file's descriptor `fd` (opened here when not given)."""
+    own = fd is None
+    fd = _open(path) if fd is None else fd
     try:
         done = _read(fd, DURABLE)
         if done is not None and done >= ticket:
             return
-        with exclusive(path, timeout, what=f"{what} commit", barrier=False, note=False):
+        with holding(fd, path, timeout, what=f"{what} commit", note=False):
             done = _read(fd, DURABLE)
             if done is not None and done >= ticket:
                 return  # a batch that started after this append's write covered it
@@ -104,7 +116,8 @@ def make_durable(path: Path, ticket: int, files: list[Path], timeout: float, *, 
                 _fsync(file)
             _write(fd, DURABLE, upto)
     finally:
-        os.close(fd)
+        if own:
+            os.close(fd)
 
 
 def _fsync(path: Path) -> None:

@@ -265,28 +265,36 @@ def append_durable(path: Path, data: bytes) -> None:
         raise write_error(path, exc) from exc
 
 
-def append_unsynced(path: Path, data: bytes) -> None:
+def append_unsynced(path: Path, data: bytes, *, line: bool = False, create: bool = True) -> bool:
     """`append_durable` without the fsync, for a caller that makes the append durable later
     (a log's group commit, `core/commit.py`) and holds the lock. A file this call creates
-    gets its folder fsynced; a write that fails part way is cut off again."""
-    flags = os.O_WRONLY | os.O_APPEND | NOFOLLOW
+    gets its folder fsynced; a write that fails part way is cut off again. `line`: `data` is
+    one line, preceded by a newline when the file ends inside a line (a power cut tore its last
+    line: the next line must not be glued to it). `create`: False to return False, writing
+    nothing, when the file does not exist; True once written."""
+    flags = (os.O_RDWR if line else os.O_WRONLY) | os.O_APPEND | NOFOLLOW
     try:
         try:
             fd = os.open(path, flags)
         except FileNotFoundError:
+            if not create:
+                return False
             ensure_dir(path.parent)
             fd = os.open(path, flags | os.O_CREAT, 0o644)
             _append_whole(fd, data, sync=False)
             fsync_dir(path.parent)
-            return
-        _append_whole(fd, data, sync=False)
+            return True
+        _append_whole(fd, data, sync=False, line=line)
     except OSError as exc:
         raise write_error(path, exc) from exc
+    return True
 
 
-def _append_whole(fd: int, data: bytes, *, sync: bool = True) -> None:
+def _append_whole(fd: int, data: bytes, *, sync: bool = True, line: bool = False) -> None:
     try:
         size = os.fstat(fd).st_size
+        if line and size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
         try:
             before_step()  # an append is this file's one step, like a rename
             view = memoryview(data)

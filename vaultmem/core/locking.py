@@ -9,15 +9,18 @@ version), and `vaultmem append` runs on every agent turn; the lock semantics are
 Elsewhere (Windows) portalocker does the work. This module is the only portalocker importer.
 
 Waiting never polls on POSIX: a free lock is taken at once; a held one is waited for by a
-blocking `flock` in a helper thread, and the caller waits for that thread with the timeout. The
-waiter is woken the moment the holder lets go (a polling loop slept up to 50 ms between tries,
-which capped eight writers at ~50 appends/s). A thread whose caller gave up takes the lock when
-it comes free and drops it at once, so a timed-out wait never leaves the lock held.
+blocking `flock`, woken the moment the holder lets go (a polling loop slept up to 50 ms between
+tries, which capped eight writers at ~50 appends/s). In the main thread a one-shot SIGALRM timer
+bounds that `flock` (`_block_alarm`); elsewhere, or when the caller has a timer of its own
+pending, a helper thread does the blocking `flock` and the caller waits for it with the timeout
+(`_block_thread`; a thread start per wait cost ~0.1 ms of CPU, and eight writers wait twice per
+append). Either way a timed-out wait never leaves the lock held.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,40 +40,107 @@ HOLDER_WIDTH = 20  # bytes of the pid record at the start of a lock file (space-
 
 if os.name == "posix":
     import fcntl
+    import signal
 
-    def _try_lock(fh: IO[bytes], shared: bool = False) -> bool:
+    def _try_lock(fd: int, shared: bool = False) -> bool:
         try:
-            fcntl.flock(fh.fileno(), (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except (BlockingIOError, PermissionError):
             return False
         return True
 
-    def _unlock(fh: IO[bytes]) -> None:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def _block(fh: IO[bytes], shared: bool, wait: float) -> bool:
+    def _block(fd: int, shared: bool, wait: float) -> bool:
         """Wait up to `wait` seconds for the lock, woken by the kernel when it is released."""
         if wait <= 0:
             return False
+        if _alarm_usable():
+            return _block_alarm(fd, shared, time.monotonic() + wait)
+        return _block_thread(fd, shared, wait)
+
+    class _Expired(Exception):
+        """Raised by the SIGALRM handler into the blocking `flock` it interrupts."""
+
+    def _alarm_usable() -> bool:
+        """SIGALRM can bound the wait: this is the main thread (the only one that runs Python
+        signal handlers), the handler in place can be put back (set from Python, or the
+        default), and no timer is pending (ours would replace it). Off Linux, also no other
+        thread: only Linux sends a process's SIGALRM to its main thread when that one waits."""
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if not sys.platform.startswith("linux") and threading.active_count() > 1:
+            return False
+        return signal.getsignal(signal.SIGALRM) is not None and signal.getitimer(
+            signal.ITIMER_REAL
+        ) == (0.0, 0.0)
+
+    def _block_alarm(fd: int, shared: bool, deadline: float) -> bool:
+        """A blocking `flock` that a one-shot timer interrupts at the deadline: no thread.
+
+        The handler raises at most once, and only while `armed`; whether the lock was taken is
+        then asked of the kernel (a non-blocking try on the same descriptor succeeds when this
+        process holds it), so an alarm that fires just after `flock` returned never leaks the
+        lock. The caller's handler is restored; a SIGALRM from elsewhere only means another try.
+        """
+        armed = [True]
+
+        def expire(signum: int, frame: object) -> None:
+            if armed[0]:
+                armed[0] = False
+                raise _Expired
+
+        kind = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        previous = signal.signal(signal.SIGALRM, expire)
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                armed[0] = True
+                try:
+                    try:
+                        signal.setitimer(signal.ITIMER_REAL, left)
+                        fcntl.flock(fd, kind)
+                        return True
+                    finally:
+                        armed[0] = False  # from here on the handler never raises
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                except _Expired:
+                    if _try_lock(fd, shared):  # taken just before the alarm, or free now
+                        return True
+        finally:
+            armed[0] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)  # runs a pending `expire` first (a no-op)
+        return _try_lock(fd, shared)
+
+    def _block_thread(fd: int, shared: bool, wait: float) -> bool:
+        """The wait outside the main thread: a blocking `flock` in a helper thread, waited for
+        with the timeout. A helper whose caller gave up takes the lock when it comes free and
+        drops it at once, so a timed-out wait never leaves the lock held."""
         import threading
 
         # the thread locks through its own descriptor of the same open file: flock locks
-        # belong to the open file, so the caller then holds the lock through `fh`
-        fd = os.dup(fh.fileno())
+        # belong to the open file, so the caller then holds the lock through `fd`
+        mine = os.dup(fd)
         done = threading.Event()
         state: dict[str, Any] = {"abandoned": False, "error": None}
         mutex = threading.Lock()
 
         def take() -> None:
             try:
-                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+                fcntl.flock(mine, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             except OSError as exc:
                 state["error"] = exc
             with mutex:
                 if state["abandoned"]:  # the caller timed out: let the next waiter in
                     if state["error"] is None:
-                        fcntl.flock(fd, fcntl.LOCK_UN)
-                    os.close(fd)
+                        fcntl.flock(mine, fcntl.LOCK_UN)
+                    os.close(mine)
                     return
             done.set()
 
@@ -80,55 +150,63 @@ if os.name == "posix":
             if not got and not done.is_set():
                 state["abandoned"] = True
                 return False
-        os.close(fd)
+        os.close(mine)
         return state["error"] is None
 
-    def _note_holder(fh: IO[bytes]) -> None:
+    def _note_holder(fd: int) -> None:
         # one fixed-width write in place: no truncate (on ext4 a truncate to zero makes the
         # next close start writeback of the file, ~3 ms per append under load)
-        os.pwrite(fh.fileno(), str(os.getpid()).ljust(HOLDER_WIDTH).encode(), 0)
+        os.pwrite(fd, str(os.getpid()).ljust(HOLDER_WIDTH).encode(), 0)
 
 else:  # pragma: no cover - exercised on Windows only
 
-    def _try_lock(fh: IO[bytes], shared: bool = False) -> bool:
+    def _handle(fd: int) -> IO[bytes]:
+        return os.fdopen(fd, "r+b", closefd=False)
+
+    def _try_lock(fd: int, shared: bool = False) -> bool:
         import portalocker
 
         kind = portalocker.LOCK_SH if shared else portalocker.LOCK_EX
         try:
-            portalocker.lock(fh, kind | portalocker.LOCK_NB)
+            portalocker.lock(_handle(fd), kind | portalocker.LOCK_NB)
         except portalocker.exceptions.LockException:
             return False
         return True
 
-    def _unlock(fh: IO[bytes]) -> None:
+    def _unlock(fd: int) -> None:
         import portalocker
 
-        portalocker.unlock(fh)
+        portalocker.unlock(_handle(fd))
 
-    def _block(fh: IO[bytes], shared: bool, wait: float) -> bool:
+    def _block(fd: int, shared: bool, wait: float) -> bool:
         """Poll with a growing back-off (portalocker has no blocking wait with a timeout)."""
         deadline = time.monotonic() + wait
         pause = _POLL_START
         while time.monotonic() < deadline:
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            if _try_lock(fh, shared):
+            if _try_lock(fd, shared):
                 return True
             pause = min(pause * 2, _POLL_MAX)
         return False
 
-    def _note_holder(fh: IO[bytes]) -> None:
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()).encode())
-        fh.flush()
+    def _note_holder(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
 
 
-def _open(path: Path) -> IO[bytes]:
+_FLAGS = os.O_RDWR | os.O_CREAT | NOFOLLOW
+
+
+def _open(path: Path) -> int:
+    """A descriptor of the lock file (a raw one: an `io` object costs ~6 system calls more),
+    never through a symlink: a link planted in .vaultmem/locks must not be written to."""
     try:
-        ensure_dir(path.parent)
-        # never through a symlink: a link planted in .vaultmem/locks must not be truncated
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
-        return os.fdopen(fd, "r+b")
+        try:
+            return os.open(path, _FLAGS, 0o644)
+        except FileNotFoundError:
+            ensure_dir(path.parent)
+            return os.open(path, _FLAGS, 0o644)
     except OSError as exc:
         raise write_error(path, exc) from exc
 
@@ -147,9 +225,9 @@ _OUTSIDE_BARRIER = (BARRIER, "sync.lock")
 
 
 def _wait_for(
-    fh: IO[bytes], path: Path, deadline: float, timeout: float, what: str, *, shared: bool = False
+    fd: int, path: Path, deadline: float, timeout: float, what: str, *, shared: bool = False
 ) -> None:
-    if _try_lock(fh, shared) or _block(fh, shared, deadline - time.monotonic()):
+    if _try_lock(fd, shared) or _block(fd, shared, deadline - time.monotonic()):
         return
     holder = _holder(path)
     raise LockTimeoutError(
@@ -182,7 +260,7 @@ def exclusive(
             yield
     finally:
         if shared is not None:
-            shared.close()  # closing the descriptor releases its lock
+            os.close(shared)  # closing the descriptor releases its lock
 
 
 @contextmanager
@@ -197,31 +275,48 @@ def barrier(path: Path, timeout: float) -> Iterator[None]:
 def _exclusive(
     path: Path, deadline: float, timeout: float, what: str, *, note: bool = True
 ) -> Iterator[None]:
-    fh = _open(path)
+    fd = _open(path)
     try:
-        _wait_for(fh, path, deadline, timeout, what)
-        try:
-            if note:
-                _note_holder(fh)  # who holds it, for the timeout message of the next waiter
+        with holding(fd, path, timeout, what=what, deadline=deadline, note=note):
             yield
-        finally:
-            _unlock(fh)
     finally:
-        fh.close()
+        os.close(fd)
+
+
+@contextmanager
+def holding(
+    fd: int,
+    path: Path,
+    timeout: float,
+    *,
+    what: str,
+    deadline: float | None = None,
+    note: bool = True,
+) -> Iterator[None]:
+    """Hold an exclusive lock through `fd`, a descriptor of `path` the caller has open (and
+    closes), or raise LockTimeoutError: `exclusive` without opening the file again, and
+    without the sync barrier (for a lock under which no vault file changes)."""
+    _wait_for(fd, path, time.monotonic() + timeout if deadline is None else deadline, timeout, what)
+    try:
+        if note:
+            _note_holder(fd)  # who holds it, for the timeout message of the next waiter
+        yield
+    finally:
+        _unlock(fd)
 
 
 def try_exclusive(path: Path) -> IO[bytes] | None:
     """Take the lock without waiting; return the open handle (release with `release`) or None."""
-    fh = _open(path)
-    if _try_lock(fh):
-        return fh
-    fh.close()
+    fd = _open(path)
+    if _try_lock(fd):
+        return os.fdopen(fd, "r+b")
+    os.close(fd)
     return None
 
 
 def release(fh: IO[bytes]) -> None:
     try:
-        _unlock(fh)
+        _unlock(fh.fileno())
     finally:
         fh.close()
 

@@ -41,6 +41,21 @@ _READ_FLAGS = (
 )
 
 
+def _no_link(steps: tuple[str, ...]) -> bool:
+    """No step is a symlink (what does not exist yet cannot be one, nor anything under it);
+    False when one is, or cannot be looked at."""
+    for step in steps:
+        try:
+            mode = os.lstat(step).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return True
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            return False
+    return True
+
+
 def _is_folder(path: str) -> bool:
     try:
         return stat.S_ISDIR(os.lstat(path).st_mode)
@@ -121,9 +136,46 @@ class Vault:
     def real_root(self) -> Path:
         return self.root.resolve()
 
+    @cached_property
+    def _checked(self) -> dict[object, tuple[Path, tuple[str, ...]]]:
+        """Names `path` and `state` validated before -> (the path, the path of every step below
+        the root down to it). Only the parsing is remembered: every call still looks at each
+        step (one `lstat` each), so a link planted since is found. An append asks for seven."""
+        return {}
+
+    def _remember(self, key: object, path: Path, steps: tuple[str, ...]) -> None:
+        if len(self._checked) >= 1024:
+            self._checked.clear()
+        self._checked[key] = (path, steps)
+
     def path(self, rel: str | PurePosixPath) -> Path:
         """Resolve a vault-relative name to a path that is guaranteed to stay inside the vault."""
         text = str(rel)
+        hit = self._checked.get(text)
+        if hit is None:
+            parts = self._plain_parts(text)
+            below = [os.fspath(self.root).rstrip(os.sep)]
+            for part in parts:
+                below.append(below[-1] + os.sep + part)
+            hit = (self.root.joinpath(*parts), tuple(below[1:]))
+            self._remember(text, *hit)
+        candidate, steps = hit
+        if _no_link(steps):
+            # no step below the root is a link: the real location is inside the real root,
+            # which is what resolving the whole path (below) would find, without its cost
+            return candidate
+        # Resolve symlinks on the way (including the file itself): the real location must be
+        # inside the vault's real root, so a link pointing elsewhere is never written through.
+        real = candidate.resolve()
+        if real != self.real_root and self.real_root not in real.parents:
+            raise PathOutsideVaultError(
+                f"path {text!r} leads outside the vault (through a symlink to {real})",
+                "vaultmem never writes outside the vault; replace the symlink with a folder",
+            )
+        return candidate
+
+    @staticmethod
+    def _plain_parts(text: str) -> tuple[str, ...]:
         if "\x00" in text:
             raise PathOutsideVaultError(f"path {text!r} contains a NUL byte", "use a plain name")
         if "\\" in text:
@@ -138,16 +190,7 @@ class Vault:
             )
         if any(part == ".." for part in parts):
             raise PathOutsideVaultError(f"path {text!r} climbs out with '..'", "remove the '..'")
-        candidate = self.root.joinpath(*parts)
-        # Resolve symlinks on the way (including the file itself): the real location must be
-        # inside the vault's real root, so a link pointing elsewhere is never written through.
-        real = candidate.resolve()
-        if real != self.real_root and self.real_root not in real.parents:
-            raise PathOutsideVaultError(
-                f"path {text!r} leads outside the vault (through a symlink to {real})",
-                "vaultmem never writes outside the vault; replace the symlink with a folder",
-            )
-        return candidate
+        return parts
 
     def inside(self, path: Path) -> bool:
         """Whether `path`, every link on the way (and the file itself) resolved, is in the vault."""
@@ -263,24 +306,31 @@ class Vault:
         symlink (a vault shared through git can carry one that points anywhere). Refused with
         exit 8. Writers open the result with no-follow semantics too (core.fsio, core.locking).
         """
-        for part in parts:
-            if not part or part in (".", "..") or "/" in part or "\\" in part or "\x00" in part:
-                raise PathOutsideVaultError(
-                    f"state path part {part!r} is not a plain name", "use a plain name"
-                )
-        path = self.root / STATE_DIR
-        for step in (path, *(path.joinpath(*parts[: i + 1]) for i in range(len(parts)))):
+        hit = self._checked.get(parts)
+        if hit is None:
+            for part in parts:
+                if not part or part in (".", "..") or "/" in part or "\\" in part or "\x00" in part:
+                    raise PathOutsideVaultError(
+                        f"state path part {part!r} is not a plain name", "use a plain name"
+                    )
+            top = self.root / STATE_DIR
+            steps = [os.fspath(top)]
+            for part in parts:
+                steps.append(steps[-1] + os.sep + part)
+            hit = (top.joinpath(*parts), tuple(steps))
+            self._remember(parts, *hit)
+        for step in hit[1]:
             try:
                 mode = os.lstat(step).st_mode
             except (FileNotFoundError, NotADirectoryError):
                 break  # what does not exist yet cannot be a link; it is created as a folder
             if stat.S_ISLNK(mode):
                 raise PathOutsideVaultError(
-                    f"{self.rel_unresolved(step)} is a symlink; vaultmem never reads or writes "
-                    "its state through one",
+                    f"{self.rel_unresolved(Path(step))} is a symlink; vaultmem never reads or "
+                    "writes its state through one",
                     f"remove the link (rm {step}); vaultmem rebuilds what it needs",
                 )
-        return path.joinpath(*parts)
+        return hit[0]
 
     def rel_unresolved(self, path: Path) -> str:
         try:
@@ -380,6 +430,8 @@ class Vault:
 
     def require_agent(self, agent: str | None) -> str:
         """The agent named by --agent / VAULTMEM_AGENT; exit 4 listing the known ones."""
+        if agent and agent in self.config.agents:  # listed: known without listing agents/
+            return validate_name(agent)
         known = self.known_agents()
         if not agent:
             raise UsageError(

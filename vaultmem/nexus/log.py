@@ -164,7 +164,8 @@ def save_heads(
             fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
         try:
             os.write(fd, data)  # a new fd starts at offset 0
-            os.ftruncate(fd, len(data))
+            if os.fstat(fd).st_size > len(data):  # a truncate costs ~10x a stat: only if longer
+                os.ftruncate(fd, len(data))
         finally:
             os.close(fd)
     except OSError:
@@ -365,58 +366,62 @@ def append(
         extra["merges"] = list(joins)
     lock = lock_for(vault, log)
     commit_file = commit.commit_path(lock)
-    with exclusive(lock, timeout, what=f"{path.name}"):
-        if type_ == "alert" and log == "live":
-            # decided under the log's lock: two agents raising the same alert at once get one
-            from vaultmem.nexus import alerts
+    state = commit.open_state(commit_file)  # one descriptor for the ticket and the commit
+    try:
+        with exclusive(lock, timeout, what=f"{path.name}"):
+            if type_ == "alert" and log == "live":
+                # decided under the log's lock: two agents raising the same alert at once get one
+                from vaultmem.nexus import alerts
 
-            seen = alerts.check_repeat(vault, agent, summary)
-            if seen.open is not None:
-                return AppendResult(
-                    seen.open,
-                    vault.rel(path),
-                    found,
-                    tuple(warnings),
-                    duplicate_of=seen.open.id,
-                    seen_again=seen.count,
-                )
-            if seen.resolved is not None:
-                extra["reraises"] = seen.resolved
-        heads = current_heads(vault, log, path=path, where=heads_file)
-        device = signer.device if signer else ""
-        chain = f"{agent}.{device}" if device else agent
-        last_seq, last_hash = heads.get(chain, [0, None])
-        seq = int(last_seq) + 1
-        entry = Entry(
-            id=entry_id(agent, seq, log, device),
-            agent=agent,
-            seq=seq,
-            time=time or clock.stamp_ms(),
-            channel=channel,
-            type=type_,
-            summary=summary,
-            body=body,
-            acks=acks,
-            to=recipients,
-            extra=extra,
-            log=log,
-            prev=last_hash,
-            key=signer.key_id if signer else None,
-            heads=anchors(heads, chain),
-        )
-        digest = entry.compute_hash()
-        entry = evolve(entry, hash=digest, sig=signer.sign(digest) if signer else None)
-        # written, not yet durable: the log, then its journal line, then the ticket that
-        # says both are in their files (core/commit.py)
-        _write_entry(vault, log, path, entry)
-        wrote = _write_journal(journal, entry)
-        ticket = commit.take_ticket(commit_file)
-        heads[chain] = [seq, digest]
-        save_heads(vault, log, file_stamp(path), heads, heads_file)
-    # Durable outside the log's lock: the next writers write meanwhile, and one fsync of the
-    # log and the journal (by whichever writer leads the batch) covers them all.
-    files = [path, journal] if wrote else [path]
-    commit.make_durable(commit_file, ticket, files, timeout, what=path.name)
+                seen = alerts.check_repeat(vault, agent, summary)
+                if seen.open is not None:
+                    return AppendResult(
+                        seen.open,
+                        vault.rel(path),
+                        found,
+                        tuple(warnings),
+                        duplicate_of=seen.open.id,
+                        seen_again=seen.count,
+                    )
+                if seen.resolved is not None:
+                    extra["reraises"] = seen.resolved
+            heads = current_heads(vault, log, path=path, where=heads_file)
+            device = signer.device if signer else ""
+            chain = f"{agent}.{device}" if device else agent
+            last_seq, last_hash = heads.get(chain, [0, None])
+            seq = int(last_seq) + 1
+            entry = Entry(
+                id=entry_id(agent, seq, log, device),
+                agent=agent,
+                seq=seq,
+                time=time or clock.stamp_ms(),
+                channel=channel,
+                type=type_,
+                summary=summary,
+                body=body,
+                acks=acks,
+                to=recipients,
+                extra=extra,
+                log=log,
+                prev=last_hash,
+                key=signer.key_id if signer else None,
+                heads=anchors(heads, chain),
+            )
+            digest = entry.compute_hash()
+            entry = evolve(entry, hash=digest, sig=signer.sign(digest) if signer else None)
+            # written, not yet durable: the log, then its journal line, then the ticket that
+            # says both are in their files (core/commit.py)
+            _write_entry(vault, log, path, entry)
+            wrote = _write_journal(journal, entry)
+            ticket = commit.take_ticket(commit_file, state)
+            heads[chain] = [seq, digest]
+            save_heads(vault, log, file_stamp(path), heads, heads_file)
+        # Durable outside the log's lock: the next writers write meanwhile, and one fsync of the
+        # log and the journal (by whichever writer leads the batch) covers them all.
+        files = [path, journal] if wrote else [path]
+        commit.make_durable(commit_file, ticket, files, timeout, what=path.name, fd=state)
+    finally:
+        os.close(state)
     return AppendResult(entry, vault.rel(path), found, tuple(warnings))
 
 
@@ -462,34 +467,21 @@ def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
 
 def _write_entry(vault: Vault, log: str, path: Path, entry: Entry) -> None:
     block = render(entry).encode("utf-8")
-    if not path.exists():
+    if not append_unsynced(path, block, create=False):
         # someone deleted the file: start it again from the template (never overwrites)
         from vaultmem.core.fsio import create_exclusive
         from vaultmem.core.templates import template
 
         create_exclusive(path, template(f"nexus/{path.name}"))
-    append_unsynced(path, block)
+        append_unsynced(path, block)
 
 
 def _write_journal(journal: Path, entry: Entry) -> bool:
-    """Append the entry's journal line (not fsynced: the group commit does it); False when
-    there is no secret to seal with (a journal line that would never be read)."""
+    """Append the entry's journal line (not fsynced: the group commit does it), after a
+    newline when a power cut tore the last line; False when there is no secret to seal with
+    (a journal line that would never be read)."""
     line = seal.line(journal, entry.full_dict())
     if line is None:
         return False
-    append_unsynced(journal, _after_newline(journal) + line)
+    append_unsynced(journal, line, line=True)
     return True
-
-
-def _after_newline(path: Path) -> bytes:
-    """b"\n" when the file ends inside a line (a power cut tore the last journal line): the
-    next line must not be glued to it."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, 2)
-            if size == 0:
-                return b""
-            fh.seek(size - 1)
-            return b"" if fh.read(1) == b"\n" else b"\n"
-    except FileNotFoundError:
-        return b""
