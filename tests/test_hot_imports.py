@@ -147,3 +147,32 @@ def test_an_auto_recall_on_a_vault_not_yet_embedded_loads_no_model(tmp_path: Pat
             "tokenizers": "the same",
         },
     )
+
+
+def test_a_keyword_recall_imports_only_what_it_uses(turn_vault: Path, tmp_path: Path) -> None:
+    """A cold `vaultmem recall` (issue 23: a budget of 12x `python -c pass` at 10,000 notes):
+    whoosh loads without what engine._whoosh keeps out, and vaultmem's own modules without
+    dataclasses or OpenSSL-backed imports they had no use for."""
+    v = ["--vault", str(turn_vault), "--agent", "ella"]
+    args = ["recall", "webhook retries", "--mode", "keyword", *v, "--json"]
+    loaded(tmp_path, args)  # builds the index: the next one is a recall as agents run it
+    mods = loaded(tmp_path, args)
+    assert "whoosh.searching" in mods and "whoosh.lang.snowball.english" in mods
+    without_whoosh = {k: v for k, v in EVERYWHERE.items() if k != "whoosh"}
+    check(
+        "recall",
+        mods,
+        {
+            **without_whoosh,
+            **YAML,
+            "secrets": "a generation's name comes from os.urandom (secrets loads hmac, random)",
+            "hmac": "the same",
+            "whoosh.lang.snowball.french": "one stemmer loads, the vault's language's",
+            "whoosh.lang.snowball.russian": "the same",
+            "whoosh.lang.dmetaphone": "a phonetic filter vaultmem never uses",
+            "whoosh.automata.fsa": "fuzzy terms: never used",
+            "calendar": "whoosh's dates: never used",
+            "queue": "whoosh's multiprocessing writer: never used",
+            "asyncio": "the cached_property package's coroutine support",
+        },
+    )

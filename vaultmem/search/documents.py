@@ -7,7 +7,6 @@ decision) and knows the vault layout's kinds. `vaultmem.search.engine` stores an
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
@@ -20,6 +19,11 @@ from vaultmem.core.choices import values
 from vaultmem.core.errors import PathOutsideVaultError
 from vaultmem.core.records import record
 from vaultmem.core.vault import REVIEW_PAGE, Vault
+
+try:  # the built-in module hashlib takes blake2b from; hashlib itself loads OpenSSL (~4 ms)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - another Python implementation
+    from hashlib import blake2b
 
 if TYPE_CHECKING:
     from vaultmem.nexus.entry import Entry
@@ -136,7 +140,7 @@ def read_limit(rel: str, max_bytes: int) -> int:
 
 
 def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=CONTENT_HASH_BYTES).hexdigest()
+    return blake2b(data, digest_size=CONTENT_HASH_BYTES).hexdigest()
 
 
 CONTENT_HASH_BYTES = 16
@@ -477,7 +481,7 @@ def read_log(vault: Vault, rel: str, max_bytes: int, mark: LogMark | None) -> Lo
     # the hash of the bytes before the mark, continued over the rest: one pass over the file
     hasher = None
     if mark is not None and not truncated and len(data) >= mark.nbytes:
-        prefix = hashlib.blake2b(view[: mark.nbytes], digest_size=CONTENT_HASH_BYTES)
+        prefix = blake2b(view[: mark.nbytes], digest_size=CONTENT_HASH_BYTES)
         if prefix.hexdigest() == mark.digest:
             hasher = prefix
     problems: list[tuple[str, str]] = []

@@ -23,7 +23,6 @@ that distils it).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import io
 import json
@@ -332,6 +331,8 @@ def _from_hub(name: str, progress: ProgressFn | None) -> Found:
             "check the name and the network, or set [recall] model to a local model folder "
             '(the default, [recall] model = "all-MiniLM-L6-v2", comes with the semantic extra)',
         ) from exc
+    import hashlib  # here: hashlib loads OpenSSL, and every recall imports this module
+
     found = _local(folder, repo)  # refuses what vaultmem cannot run, before copying it
     target = models_dir() / _slug(name)
     tmp = target.with_name(f".{target.name}.tmp-{hashlib.blake2b(repo.encode()).hexdigest()[:8]}")

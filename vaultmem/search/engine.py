@@ -11,10 +11,14 @@ searcher and its query building); splitting it would spread whoosh over several 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
+import importlib.util
 import itertools
-import secrets
+import os
 import sys
 import time
+import types
 from typing import Any
 
 from vaultmem.core.records import record
@@ -119,43 +123,163 @@ QUERY_STOP = frozenset(
 )
 
 
-def _whoosh() -> None:
-    """Import whoosh's core once, without three imports it makes but vaultmem never uses.
+# --- importing whoosh ------------------------------------------------------------------------
+# `_whoosh()` imports whoosh's core without what vaultmem never uses.
+#
+# Importing whoosh costs more than a cold `vaultmem recall` does with the index (issue 23): it
+# loads ~80 modules, and a dozen of them only for features vaultmem never calls. While whoosh
+# imports, `_whoosh` puts stand-ins for those in `sys.modules`:
+#
+# - `urllib.request` (whoosh.compat imports it for one `urlretrieve` nothing calls: http.client,
+#   email, ssl), the `cached_property` package (whoosh.reading; it imports asyncio) and the
+#   English morphology tables (`whoosh.lang.morph_en`, for the `Variations` query): replaced by
+#   the few names whoosh takes from them (the tables load on Variations' first use);
+# - `html` (whoosh takes `escape`, for highlights) and the double-metaphone tables
+#   (`whoosh.lang.dmetaphone`, for a phonetic filter): functions that import the real module
+#   when first called;
+# - `calendar`, `queue`, `random`, `tempfile` and `whoosh.automata.lev` (whoosh imports them
+#   whole, uses them for dates, multiprocessing writers, temp names and storage, fuzzy terms):
+#   modules that import the real one on their first attribute access (`_Later`).
+#
+# The stand-ins are taken out of `sys.modules` right after, so nothing else in the process ever
+# sees them: a later `import urllib.request` (or calendar, html, ...) gets the real module. The
+# modules a search needs later (the codec, the searcher, the collectors) are imported here too,
+# while the stand-ins are in place.
+#
+# One lasting change: `whoosh.lang.snowball` is the real package without its `__init__`, whose
+# fourteen stemmers (~190 KB of bytecode) all load whenever one is asked for (opening an index
+# unpickles its analyzer, which asks for one). Here each loads on first use, through the same
+# `classes` table and the same names (`_snowball`).
 
-    `whoosh.compat` imports `urllib.request` (for one `urlretrieve` nothing calls: http.client,
-    email, ssl), `whoosh.reading` the `cached_property` package (which imports asyncio for
-    coroutine support) and `whoosh.query.terms` the English morphology tables (for the
-    `Variations` query): together about half of whoosh's import time. Stand-ins are put in
-    `sys.modules` only while whoosh imports and taken out right after, so nothing else in the
-    process ever sees them: a later `import urllib.request` gets the real module.
-    """
+
+class _Later(types.ModuleType):
+    """A module imported for real on its first attribute access (then this one forwards)."""
+
+    def __getattr__(self, attr: str) -> Any:
+        name = self.__name__
+        if sys.modules.get(name) is self:
+            del sys.modules[name]
+        real = importlib.import_module(name)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, attr)
+
+
+def _later_function(module: str, name: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _unused(*_a: object, **_k: object) -> None:
+    raise RuntimeError("not available inside vaultmem's whoosh import")
+
+
+# name -> what the stand-in holds: a dict of attributes, or LATER for a `_Later` module
+LATER = None
+STAND_INS: dict[str, dict[str, Any] | None] = {
+    "urllib.request": {"urlretrieve": _unused},
+    "cached_property": {"cached_property": functools.cached_property},
+    "whoosh.lang.morph_en": {"variations": _unused},
+    "html": {"escape": _later_function("html", "escape")},
+    "whoosh.lang.dmetaphone": {
+        "double_metaphone": _later_function("whoosh.lang.dmetaphone", "double_metaphone")
+    },
+    "calendar": LATER,
+    "queue": LATER,
+    "random": LATER,
+    "tempfile": LATER,
+    "whoosh.automata.lev": LATER,
+}
+
+# whoosh/lang/snowball/__init__.py: language code -> (module, class)
+SNOWBALL = {
+    "da": ("danish", "DanishStemmer"),
+    "nl": ("dutch", "DutchStemmer"),
+    "en": ("english", "EnglishStemmer"),
+    "fi": ("finnish", "FinnishStemmer"),
+    "fr": ("french", "FrenchStemmer"),
+    "de": ("german", "GermanStemmer"),
+    "hu": ("hungarian", "HungarianStemmer"),
+    "it": ("italian", "ItalianStemmer"),
+    "no": ("norwegian", "NorwegianStemmer"),
+    "pt": ("portugese", "PortugueseStemmer"),
+    "ro": ("romanian", "RomanianStemmer"),
+    "ru": ("russian", "RussianStemmer"),
+    "es": ("spanish", "SpanishStemmer"),
+    "sv": ("swedish", "SwedishStemmer"),
+}
+
+
+class _Stemmers(dict[str, Any]):
+    """`whoosh.lang.snowball.classes`, each class imported when first looked up."""
+
+    def __missing__(self, code: str) -> Any:
+        module, cls = SNOWBALL[code]
+        found = getattr(importlib.import_module(f"whoosh.lang.snowball.{module}"), cls)
+        self[code] = found
+        return found
+
+    def __contains__(self, code: object) -> bool:
+        return code in SNOWBALL
+
+    def keys(self) -> Any:
+        return SNOWBALL.keys()
+
+
+def _snowball() -> None:
+    """The real `whoosh.lang.snowball` package, its stemmers loaded one by one (see above)."""
+    name = "whoosh.lang.snowball"
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None:  # pragma: no cover - whoosh without its stemmers
+        return
+    package = importlib.util.module_from_spec(spec)
+    stemmers = _Stemmers()
+    by_class = {cls: code for code, (_m, cls) in SNOWBALL.items()}
+
+    def __getattr__(attr: str) -> Any:
+        if attr in by_class:
+            return stemmers[by_class[attr]]
+        raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+
+    package.__dict__.update(classes=stemmers, __getattr__=__getattr__)
+    sys.modules[name] = package
+    import whoosh.lang
+
+    whoosh.lang.snowball = package
+
+
+def _whoosh() -> None:
+    """Import whoosh's core once, without what vaultmem never uses (see `STAND_INS`)."""
     if "whoosh.query.terms" in sys.modules:
         return
-    import functools
-    import types
-
-    def unused(*_a: object, **_k: object) -> None:
-        raise RuntimeError("not available inside vaultmem's whoosh import")
-
     stubs: dict[str, types.ModuleType] = {}
-    for name, attrs in (
-        ("urllib.request", {"urlretrieve": unused}),
-        ("cached_property", {"cached_property": functools.cached_property}),
-        ("whoosh.lang.morph_en", {"variations": unused}),
-    ):
-        if name not in sys.modules:
+    for name, attrs in STAND_INS.items():
+        if name in sys.modules:
+            continue  # already imported for real by someone: whoosh gets the real one
+        if attrs is LATER:
+            stub: types.ModuleType = _Later(name, "vaultmem: imported on first use")
+        else:
             stub = types.ModuleType(name, "vaultmem: stand-in while whoosh imports")
             stub.__dict__.update(attrs)
-            stubs[name] = stub
+        stubs[name] = stub
     sys.modules.update(stubs)
     try:
+        import whoosh.codec.whoosh3
+        import whoosh.collectors
         import whoosh.compat
         import whoosh.query.terms
         import whoosh.reading
+        import whoosh.scoring
+        import whoosh.searching
     finally:
         for name, stub in stubs.items():
             if sys.modules.get(name) is stub:
                 del sys.modules[name]
+    _snowball()
     if "whoosh.lang.morph_en" in stubs:
         # the Variations query still works: the real tables load on its first use
         def variations(word: str) -> Any:
@@ -305,7 +429,7 @@ def new_generation(vault: Vault, language: str) -> tuple[Any, str]:
     _whoosh()
     from whoosh.index import create_in
 
-    generation = f"g-{secrets.token_hex(4)}"
+    generation = f"g-{os.urandom(4).hex()}"  # not `secrets`: it loads hmac and OpenSSL
     folder = index_dir(vault) / generation
     folder.mkdir(parents=True, exist_ok=True)
     return create_in(str(folder), schema(language)), generation

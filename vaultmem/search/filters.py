@@ -14,12 +14,12 @@ or `strict` (`--strict`), makes every quoted phrase a hard filter.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
 from typing import Any
 
 from vaultmem.core import clock
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError
+from vaultmem.core.records import record
 from vaultmem.search import engine
 from vaultmem.search.documents import Kind
 from vaultmem.search.terms import TOKEN as _TOKEN
@@ -41,7 +41,7 @@ STRICT_PHRASE = "phrase"  # phrase:"exact words" must match, whatever --strict s
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-@dataclass(frozen=True)
+@record
 class RecallFilters:
     """How a recall is narrowed, as the faces pass it (None / False: not narrowed)."""
 
@@ -56,7 +56,7 @@ class RecallFilters:
     def of(cls, **options: Any) -> RecallFilters:
         """From the faces' options (`type_` as typer and the library spell it; enums as
         their values; unknown names are a bug, TypeError)."""
-        known = {f.name for f in fields(cls)}
+        known = set(cls.__record_fields__)  # type: ignore[attr-defined]
         values: dict[str, Any] = {}
         for name, value in options.items():
             key = "type" if name == "type_" else name

@@ -20,11 +20,10 @@ from vaultmem.core.errors import (
     DiskFullError,
     LockTimeoutError,
     NotWritableError,
-    PathOutsideVaultError,
     VaultmemError,
 )
 from vaultmem.core.locking import exclusive, release, try_exclusive
-from vaultmem.core.records import field, record
+from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.search.documents import (
     Doc,
@@ -32,9 +31,7 @@ from vaultmem.search.documents import (
     content_hash,
     kind_of,
     read_documents,
-    read_limit,
     read_log,
-    read_prefix,
 )
 from vaultmem.search.engine import (
     fields,
@@ -54,20 +51,18 @@ from vaultmem.search.manifest import (
     refresh_lock,
     save_manifest,
     unsealed,
-    walk,
     walk_changed,
+    walk_folders,
 )
 from vaultmem.search.manifest import clear_heartbeat as clear_heartbeat  # for `watch`
 from vaultmem.search.manifest import write_heartbeat as write_heartbeat
+from vaultmem.search.plan import RACY_NS
+from vaultmem.search.plan import Plan as _Plan
+from vaultmem.search.plan import plan as _plan
+from vaultmem.search.plan import restamp as _restamp
 
 if TYPE_CHECKING:
     from vaultmem.search.embedder import Model
-
-# A file whose mtime is this close to the moment it was read may be rewritten within the
-# same mtime tick without its size changing; such entries carry a content hash (cf. git's
-# "racily clean" entries).
-RACY_NS = 2_000_000_000
-
 
 ProgressFn = Callable[[int, int], None]
 
@@ -92,67 +87,6 @@ class Freshness:
         out = dict(self.__dict__)
         out["warnings"] = list(self.warnings)
         return out
-
-
-@record
-class _Plan:
-    changed: list[str]
-    removed: list[str]
-    skipped: dict[str, tuple[str, str]]
-    current: dict[str, tuple[int, int]]
-    settled: list[str] = field(default_factory=list)  # racy entries now safe to trust again
-    # files whose mtime moved but whose content did not (a checkout, a copy): new stat only
-    touched: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-    def empty(self, manifest: Manifest) -> bool:
-        return not (self.changed or self.removed or self.settled or self.touched) and (
-            self.skipped == manifest.skipped
-        )
-
-
-def _plan(
-    vault: Vault,
-    manifest: Manifest,
-    current: dict[str, tuple[int, int]],
-    skipped: Any,
-    only: frozenset[str] | None = None,  # the paths a watcher saw change: nothing else did
-) -> _Plan:
-    rels = current if only is None else [r for r in only | manifest.hashes.keys() if r in current]
-    changed = []
-    settled = []
-    touched: dict[str, tuple[int, int]] = {}
-    limit_ns = time.time_ns() - RACY_NS
-    max_bytes = vault.config.recall.max_file_bytes
-    for rel in rels:
-        size, mtime = current[rel]
-        known = manifest.files.get(rel)
-        if known != (size, mtime):
-            if known is not None and known[0] == size and rel in manifest.sums:
-                # same size, new mtime: only the content can say whether it changed
-                try:
-                    data, _ = read_prefix(vault, vault.root / rel, read_limit(rel, max_bytes))
-                except (OSError, PathOutsideVaultError):
-                    changed.append(rel)
-                    continue
-                if content_hash(data) == manifest.sums[rel]:
-                    touched[rel] = (size, mtime)
-                    continue
-            changed.append(rel)
-        elif rel in manifest.hashes:
-            # size and mtime match, but the file was written within one mtime tick of being
-            # read: only its content can say whether it changed since
-            try:
-                data, _ = read_prefix(vault, vault.root / rel, vault.config.recall.max_file_bytes)
-            except (OSError, PathOutsideVaultError):
-                changed.append(rel)
-                continue
-            if content_hash(data) != manifest.hashes[rel]:
-                changed.append(rel)
-            elif mtime < limit_ns:
-                settled.append(rel)
-    removed = [r for r in (manifest.files if only is None else only) if r not in current]
-    removed = [r for r in removed if r in manifest.files]
-    return _Plan(sorted(changed), sorted(removed), dict(skipped), current, settled, touched)
 
 
 def _apply(
@@ -245,10 +179,14 @@ def _rebuild_locked(
     walked: tuple[Any, Any] | None = None,
     semantic: _Semantic | None = None,
 ) -> tuple[Manifest, int, _Synced]:
-    current, skipped = walked or walk(vault)
+    stamps: dict[str, list[int]] = {}
+    if walked is None:
+        current, skipped, stamps = walk_folders(vault)
+    else:
+        current, skipped = walked
     language = vault.config.language
     ix, generation = new_generation(vault, language)
-    manifest = Manifest(generation, language, time.time(), {}, {})
+    manifest = Manifest(generation, language, time.time(), {}, {}, folders=stamps)
     plan = _Plan(sorted(current), [], skipped, current)
     if progress is not None:
         progress(0, len(plan.changed))
@@ -390,9 +328,15 @@ def _refresh(
         if in_line and (changed == frozenset() or (trust_watcher and heartbeat_ok(vault))):
             return _freshness(manifest, started, checked_by="watcher")
         partial = changed and walk_changed(vault, manifest, changed)
-        current, skipped = partial or walk(vault)
+        stamps = None
+        if partial:
+            current, skipped = partial
+        else:
+            current, skipped, stamps = walk_folders(vault, manifest)
         plan = _plan(vault, manifest, current, skipped, changed if partial else None)
         if plan.empty(manifest) and in_line:
+            if stamps is not None and stamps != manifest.folders:
+                _restamp(vault, current, skipped, stamps)
             return _freshness(manifest, started)
         if wait == 0.0:
             handle = try_exclusive(refresh_lock(vault))
@@ -414,7 +358,7 @@ def _refresh(
                 walked = (current, skipped)
                 return _refresh_locked(
                     vault, started, progress, rebuild=False, walked=walked, semantic=semantic,
-                    changed=changed if partial else None,
+                    changed=changed if partial else None, stamps=stamps,
                 )  # fmt: skip
             finally:
                 release(handle)
@@ -444,6 +388,7 @@ def _refresh_locked(
     walked: tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]] | None = None,
     semantic: _Semantic | None = None,
     changed: frozenset[str] | None = None,
+    stamps: dict[str, list[int]] | None = None,  # the folders of the full walk in `walked`
 ) -> Freshness:
     # re-read under the lock: whoever held it may have done our work already (and what the
     # watcher saw is stat'ed again over the manifest now in force)
@@ -451,15 +396,26 @@ def _refresh_locked(
     if changed and manifest is not None:
         walked = walk_changed(vault, manifest, changed)
         changed = changed if walked else None
+        stamps = None
     warnings: tuple[str, ...] = ()
     if not rebuild and manifest is not None and manifest.language != vault.config.language:
         warnings = (f"vault language is now {vault.config.language}: index rebuilt",)
         rebuild = True
     if not rebuild and manifest is not None and _usable(manifest, vault):
-        current, skipped = walked or walk(vault)
+        if walked is None:
+            current, skipped, stamps = walk_folders(vault, manifest)
+        else:
+            current, skipped = walked
         plan = _plan(vault, manifest, current, skipped, changed if walked else None)
+        if stamps is not None:  # a full walk: what the manifest will say of every folder
+            restamped = stamps != manifest.folders
+            manifest.folders = stamps
+        else:
+            restamped = False
         if plan.empty(manifest):
             synced = _sync(vault, manifest, semantic)
+            if restamped:
+                save_manifest(vault, manifest)
             return _freshness(manifest, started, synced=synced)
         for rel in plan.settled:
             manifest.hashes.pop(rel, None)

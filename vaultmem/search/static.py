@@ -9,7 +9,6 @@ numpy, tokenizers and safetensors are imported inside functions only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -128,6 +127,8 @@ def load_static(folder: Path, *, name: str, source: str) -> StaticModel:
     tokenizer.no_truncation()
     tokenizer.no_padding()
     stat = (folder / MODEL_FILE).stat()
+    import hashlib  # here: hashlib loads OpenSSL, and recall imports this module
+
     digest = hashlib.blake2b(digest_size=8)
     digest.update(f"{name}:{stat.st_size}:{table.shape}:{table.dtype}".encode())
     digest.update(table[:: max(1, len(table) // 64)].tobytes())
