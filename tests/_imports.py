@@ -28,7 +28,11 @@ EVERYWHERE = {
     "dataclasses": "value classes are core.records.record: dataclasses costs ~12 ms to import "
     "(with inspect) and ~1 ms a class",
     "inspect": "the same (dataclasses imported it)",
+    "tomllib": "vaultmem.toml's parse is kept for its exact bytes (core/tomlcache.py): ~4 ms",
 }
+# banned where nothing else needs them (a fact's secrets scan loads hmac, a hook's timeout signal)
+OPENSSL = {"hashlib": "it loads OpenSSL (~2.5 ms): sha256 and blake2b come from core/hashes.py"}
+NO_WAIT = {"signal": "only a lock that has to be waited for sets an alarm (core/locking.py)"}
 YAML = {
     "yaml": "frontmatter vaultmem writes is read by notes.simple_mapping, without PyYAML",
     "frontmatter": "python-frontmatter: only for frontmatter outside that plain subset",

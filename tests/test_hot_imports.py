@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._imports import EVERYWHERE, NOT_SEARCH, YAML, check, loaded
+from tests._imports import EVERYWHERE, NO_WAIT, NOT_SEARCH, OPENSSL, YAML, check, loaded
 
 pytestmark = pytest.mark.slow
 
@@ -24,6 +24,8 @@ BANNED: dict[str, dict[str, str]] = {
         **EVERYWHERE,
         **YAML,
         **NOT_SEARCH,
+        **OPENSSL,
+        **NO_WAIT,
         "vaultmem.bank": "ella proposed no fact: the pending section looks before importing",
         "vaultmem.app.condense": "no profile on disk: the profile builder stays unloaded",
         "secrets": "temp names and ids come from os.urandom (secrets loads hmac, random)",
@@ -38,16 +40,26 @@ BANNED: dict[str, dict[str, str]] = {
         **EVERYWHERE,
         **YAML,
         **NOT_SEARCH,
+        **OPENSSL,
+        **NO_WAIT,
         "vaultmem.app.pack": "the read pack: an append shows nothing",
         "vaultmem.bank": "the bank: an append proposes nothing",
         "vaultmem.memory": "memory notes: an append writes only the log",
         "secrets": "temp names and ids come from os.urandom",
     },
-    "inbox": {**EVERYWHERE, **YAML, **NOT_SEARCH, "vaultmem.bank": "the inbox shows the log"},
+    "inbox": {
+        **EVERYWHERE,
+        **YAML,
+        **NOT_SEARCH,
+        **OPENSSL,
+        **NO_WAIT,
+        "vaultmem.bank": "the inbox shows the log",
+    },
     "hook session-start": {
         **EVERYWHERE,
         **YAML,
         **NOT_SEARCH,
+        **OPENSSL,
         "vaultmem.bank": "ella proposed no fact",
     },
     "hook prompt (nothing new)": {

@@ -35,7 +35,6 @@ the canonical form must change together, and splitting them would invite one to 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from enum import StrEnum
@@ -44,6 +43,7 @@ from typing import Any
 
 from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import UsageError, VaultmemError
+from vaultmem.core.hashes import sha256
 from vaultmem.core.names import AGENT_NAME, DEVICE
 from vaultmem.core.records import field, record
 
@@ -183,7 +183,7 @@ class Entry:
         return canonical_bytes(canonical_dict(self))
 
     def compute_hash(self) -> str:
-        return "sha256:" + hashlib.sha256(self.canonical()).hexdigest()
+        return "sha256:" + sha256(self.canonical()).hexdigest()
 
 
 @record

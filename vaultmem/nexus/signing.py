@@ -24,7 +24,6 @@ import base64
 import contextlib
 import errno
 import functools
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.core import clock, config
 from vaultmem.core.errors import IntegrityError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_private
+from vaultmem.core.hashes import sha256
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.names import AGENT_NAME_RE
 from vaultmem.core.records import record
@@ -100,7 +100,7 @@ class KeyInfo:
 
 
 def key_id_for(public_raw: bytes) -> str:
-    return "k-" + hashlib.sha256(public_raw).hexdigest()[:16]
+    return "k-" + sha256(public_raw).hexdigest()[:16]
 
 
 def keys_home() -> Path:

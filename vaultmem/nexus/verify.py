@@ -92,10 +92,10 @@ class SignatureMemo:
         return self._known
 
     def key(self, e: entry.Entry, public: str) -> str:
-        import hashlib
+        from vaultmem.core.hashes import blake2b
 
         raw = f"{e.hash}|{e.key}|{public}|{e.sig}".encode()
-        return hashlib.blake2b(raw, key=self.secret or b"", digest_size=16).hexdigest()
+        return blake2b(raw, key=self.secret or b"", digest_size=16).hexdigest()
 
     def check(self, e: entry.Entry, public: str) -> bool:
         from vaultmem.nexus import signing
