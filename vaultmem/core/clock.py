@@ -22,20 +22,20 @@ so that tests and benchmarks can pin the clock for a whole process.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
 from vaultmem.core.errors import UsageError
+from vaultmem.core.patterns import later
 
-STAMP_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
-DURATION_RE = re.compile(r"(?:[0-9]{1,6}[smhdw]){1,5}")
-_DURATION_PART = re.compile(r"([0-9]{1,6})([smhdw])")
+STAMP_RE = later(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
+DURATION_RE = later(r"(?:[0-9]{1,6}[smhdw]){1,5}")
+_DURATION_PART = later(r"([0-9]{1,6})([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 NEVER = "never"
-DATE_RE = re.compile(r"\d{4}-\d\d-\d\d")
+DATE_RE = later(r"\d{4}-\d\d-\d\d")
 # a date, or a date and a time to the minute or finer, in UTC unless it says otherwise
-_POINT_RE = re.compile(
+_POINT_RE = later(
     r"(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d(?::\d\d(?:\.\d{1,6})?)?))?(Z|[+-]\d\d:\d\d)?"
 )
 DURATION_FORMS = "a duration: 90s, 90m, 2h, 7d, 8w, 1h30m"
