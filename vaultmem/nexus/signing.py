@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.core import clock, config
 from vaultmem.core.errors import IntegrityError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_private
-from vaultmem.core.hashes import sha256
+from vaultmem.core.hashes import blake2b, sha256
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.names import AGENT_NAME_RE
 from vaultmem.core.records import record
@@ -97,6 +97,14 @@ class KeyInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def memo_line(secret: bytes, entry_hash: object, key_id: object, public: str, sig: object) -> str:
+    """What the memo of checked signatures (`nexus/verify.py`, `SignatureMemo`) holds for a
+    signature found good: a digest of the entry's hash, the key's id and public key and the
+    signature, keyed with this machine's secret."""
+    raw = f"{entry_hash}|{key_id}|{public}|{sig}".encode()
+    return blake2b(raw, key=secret, digest_size=16).hexdigest()
 
 
 def key_id_for(public_raw: bytes) -> str:
@@ -473,6 +481,10 @@ class Signer:
 
     def sign(self, entry_hash: str) -> str:
         return self.sign_raw(SIG_DOMAIN + entry_hash.encode("ascii"))
+
+    def public_b64(self) -> str:
+        """The public key, as keys.md lists it."""
+        return base64.b64encode(self._load().public_key().public_bytes_raw()).decode("ascii")
 
     def sign_raw(self, message: bytes) -> str:
         sig: bytes = self._load().sign(message)

@@ -92,10 +92,9 @@ class SignatureMemo:
         return self._known
 
     def key(self, e: entry.Entry, public: str) -> str:
-        from vaultmem.core.hashes import blake2b
+        from vaultmem.nexus import signing
 
-        raw = f"{e.hash}|{e.key}|{public}|{e.sig}".encode()
-        return blake2b(raw, key=self.secret or b"", digest_size=16).hexdigest()
+        return signing.memo_line(self.secret or b"", e.hash, e.key, public, e.sig)
 
     def check(self, e: entry.Entry, public: str) -> bool:
         from vaultmem.nexus import signing
