@@ -489,7 +489,7 @@ class Searcher:
         # a refresh may swap the generation (or merge segments) between reading the
         # manifest and opening the files: re-read and retry before calling the index broken
         for attempt in range(4):
-            manifest = load_manifest(self.vault)
+            manifest = load_manifest(self.vault, shared=True)
             if manifest is None:
                 raise FileNotFoundError("no index manifest")
             self.generation = manifest.generation

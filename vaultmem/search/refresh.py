@@ -321,7 +321,7 @@ def _refresh(
     """
     started = time.perf_counter()
     semantic = _Semantic(model, embed_progress) if model is not None else None
-    manifest = load_manifest(vault)
+    manifest = load_manifest(vault, shared=True)  # only read here: the locked part reloads it
     if not rebuild and _usable(manifest, vault):
         assert manifest is not None
         in_line = model is None or _vectors_in_line(vault, manifest, model)
