@@ -179,6 +179,10 @@ def test_a_keyword_recall_imports_only_what_it_uses(turn_vault: Path, tmp_path: 
         {
             **without_whoosh,
             **YAML,
+            **OPENSSL,
+            **NO_WAIT,
+            "shutil": "a rebuild's, and whoosh's compound files' (it imports bz2 and lzma)",
+            "whoosh.sorting": "sorted or grouped results: never asked for",
             "secrets": "a generation's name comes from os.urandom (secrets loads hmac, random)",
             "hmac": "the same",
             "whoosh.lang.snowball.french": "one stemmer loads, the vault's language's",
