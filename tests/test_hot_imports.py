@@ -183,6 +183,7 @@ def test_a_keyword_recall_imports_only_what_it_uses(turn_vault: Path, tmp_path: 
             **NO_WAIT,
             "shutil": "a rebuild's, and whoosh's compound files' (it imports bz2 and lzma)",
             "whoosh.sorting": "sorted or grouped results: never asked for",
+            "vaultmem.search.embedder": "--mode keyword: the embedding side is not looked at",
             "secrets": "a generation's name comes from os.urandom (secrets loads hmac, random)",
             "hmac": "the same",
             "whoosh.lang.snowball.french": "one stemmer loads, the vault's language's",
