@@ -29,6 +29,9 @@ EVERYWHERE = {
     "(with inspect) and ~1 ms a class",
     "inspect": "the same (dataclasses imported it)",
     "tomllib": "vaultmem.toml's parse is kept for its exact bytes (core/tomlcache.py): ~4 ms",
+    "urllib.parse": "pathlib's as_uri quoting, never called: pathlib is imported without it "
+    "(cli/main.py), ~2 ms with ipaddress",
+    "ipaddress": "the same (urllib.parse imports it)",
 }
 # banned where nothing else needs them (a fact's secrets scan loads hmac, a hook's timeout signal)
 OPENSSL = {"hashlib": "it loads OpenSSL (~2.5 ms): sha256 and blake2b come from core/hashes.py"}
