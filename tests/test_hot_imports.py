@@ -29,6 +29,8 @@ BANNED: dict[str, dict[str, str]] = {
         "vaultmem.bank": "ella proposed no fact: the pending section looks before importing",
         "cryptography": "every entry shown was signed on this machine, and its append put the "
         "signature in the memo of checked signatures (nexus/log.py): nothing to check again",
+        "vaultmem.nexus.verify": "a pack checks what it shows with nexus/shown.py and the memo "
+        "(nexus/memo.py), not with verify's report",
         "vaultmem.app.condense": "no profile on disk: the profile builder stays unloaded",
         "secrets": "temp names and ids come from os.urandom (secrets loads hmac, random)",
     },

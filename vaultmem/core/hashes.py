@@ -1,4 +1,5 @@
-"""SHA-256 and BLAKE2b without OpenSSL: the built-in modules `hashlib` itself falls back to.
+"""SHA-256 and BLAKE2b without OpenSSL (the built-in modules `hashlib` itself falls back to),
+and base64 without the `base64` module (which imports re and struct for what is not used here).
 
 `import hashlib` loads OpenSSL's libcrypto first (~2.5 ms, a fifth of `python -c pass`), and
 every command hashes: an entry's hash, a key's id, the name of this machine's trust pins. The
@@ -10,6 +11,7 @@ way itself: it imports nothing of vaultmem.)
 
 from __future__ import annotations
 
+import binascii
 from typing import TYPE_CHECKING
 
 try:  # hashlib's own BLAKE2 is this one
@@ -27,3 +29,16 @@ else:
             from _sha256 import sha256 as sha256
         except ImportError:  # pragma: no cover - another Python implementation
             from hashlib import sha256 as sha256
+
+
+def b64encode(raw: bytes) -> str:
+    """`base64.b64encode(raw).decode()`."""
+    return binascii.b2a_base64(raw, newline=False).decode("ascii")
+
+
+def b64decode(text: str | bytes, *, validate: bool = False) -> bytes:
+    """`base64.b64decode(text, validate=validate)`, as that function is written: ASCII only
+    (UnicodeEncodeError, a ValueError), then `a2b_base64` in strict mode when `validate`
+    (binascii.Error, a ValueError, for anything but the alphabet and its padding)."""
+    data = text.encode("ascii") if isinstance(text, str) else text
+    return binascii.a2b_base64(data, strict_mode=validate)

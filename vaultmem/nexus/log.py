@@ -430,20 +430,20 @@ def append(
 
 def _remember_signature(vault: Vault, entry: Entry, signer: Any) -> None:
     """This machine has just made the entry's signature: the memo of checked signatures
-    (`nexus/verify.py`) says it is good, so the next pack that shows the entry (the agent's own
+    (`nexus/memo.py`) says it is good, so the next pack that shows the entry (the agent's own
     recent entries, on every read) need not load cryptography to check it again. The line is
     keyed with this machine's secret, as verify's own are; written without fsync: a line lost
     in a power cut only means one check more."""
     from vaultmem.core.errors import VaultmemError
     from vaultmem.core.fsio import append_line
-    from vaultmem.nexus.signing import memo_line
+    from vaultmem.nexus.memo import MEMO, memo_line
 
     secret = seal.secret(create=False)
     if secret is None or entry.sig is None:
         return
     line = memo_line(secret, entry.hash, entry.key, signer.public_b64(), entry.sig)
     with contextlib.suppress(VaultmemError, OSError):  # then it is checked when next shown
-        append_line(vault.state("verified", "signatures.txt"), f"{line}\n".encode("ascii"))
+        append_line(vault.state(*MEMO), f"{line}\n".encode("ascii"))
 
 
 ANCHOR_HEX = 16  # hex digits of an anchored head's hash (64 bits)
