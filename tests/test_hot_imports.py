@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._imports import EVERYWHERE, NO_WAIT, NOT_SEARCH, OPENSSL, YAML, check, loaded
+from tests._imports import BASE64, EVERYWHERE, NO_WAIT, NOT_SEARCH, OPENSSL, YAML, check, loaded
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +26,7 @@ BANNED: dict[str, dict[str, str]] = {
         **NOT_SEARCH,
         **OPENSSL,
         **NO_WAIT,
+        **BASE64,
         "vaultmem.bank": "ella proposed no fact: the pending section looks before importing",
         "cryptography": "every entry shown was signed on this machine, and its append put the "
         "signature in the memo of checked signatures (nexus/log.py): nothing to check again",
@@ -46,6 +47,7 @@ BANNED: dict[str, dict[str, str]] = {
         **NOT_SEARCH,
         **OPENSSL,
         **NO_WAIT,
+        **BASE64,
         "vaultmem.app.pack": "the read pack: an append shows nothing",
         "vaultmem.bank": "the bank: an append proposes nothing",
         "vaultmem.memory": "memory notes: an append writes only the log",
@@ -57,6 +59,7 @@ BANNED: dict[str, dict[str, str]] = {
         **NOT_SEARCH,
         **OPENSSL,
         **NO_WAIT,
+        **BASE64,
         "vaultmem.bank": "the inbox shows the log",
     },
     "hook session-start": {
