@@ -186,6 +186,7 @@ def test_a_keyword_recall_imports_only_what_it_uses(turn_vault: Path, tmp_path: 
             **YAML,
             **OPENSSL,
             **NO_WAIT,
+            **BASE64,
             "shutil": "a rebuild's, and whoosh's compound files' (it imports bz2 and lzma)",
             "whoosh.sorting": "sorted or grouped results: never asked for",
             "vaultmem.search.embedder": "--mode keyword: the embedding side is not looked at",
