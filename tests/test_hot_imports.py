@@ -121,6 +121,11 @@ def test_append_imports_only_what_it_uses(turn_vault: Path, tmp_path: Path) -> N
     mods = loaded(tmp_path, [*args, "--vault", str(turn_vault), "--agent", "ella"])
     assert "cryptography" in mods  # the entry is signed: that library is used here
     _check("append", mods)
+    # on the system clock (the suite pins VAULTMEM_NOW, an ISO time datetime parses), the
+    # entry's stamp is made without datetime
+    unpinned = loaded(tmp_path, [*args, "--vault", str(turn_vault), "--agent", "ella"],
+                      env={"VAULTMEM_NOW": ""})  # fmt: skip
+    check("append (system clock)", unpinned, {"datetime": "an entry's stamp is time.gmtime's"})
 
 
 def test_inbox_imports_only_what_it_uses(turn_vault: Path, tmp_path: Path) -> None:

@@ -256,7 +256,7 @@ def _check_range(rules: Any, where: str, value: Any, path: Path) -> None:
 
 def _check_values(config: Config, path: Path) -> Config:
     """Values that have a grammar or a range, beyond their TOML type."""
-    from vaultmem.core.clock import parse_duration
+    from vaultmem.core.clock import duration_seconds
     from vaultmem.core.errors import UsageError
 
     durations = (
@@ -266,7 +266,7 @@ def _check_values(config: Config, path: Path) -> Config:
     )
     for table, key, value, never in durations:
         try:
-            parse_duration(value, f"[{table}] {key}", allow_never=never)
+            duration_seconds(value, f"[{table}] {key}", allow_never=never)
         except UsageError as exc:
             raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
     return config
