@@ -51,6 +51,7 @@ BANNED: dict[str, dict[str, str]] = {
         "vaultmem.app.pack": "the read pack: an append shows nothing",
         "vaultmem.bank": "the bank: an append proposes nothing",
         "vaultmem.memory": "memory notes: an append writes only the log",
+        "vaultmem.nexus.reading": "the log is read back only for an --ack's id",
         "secrets": "temp names and ids come from os.urandom",
     },
     "inbox": {

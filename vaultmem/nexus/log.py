@@ -22,7 +22,6 @@ from vaultmem.core.fsio import NOFOLLOW, append_unsynced, ensure_dir
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.records import evolve, record
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import reading
 from vaultmem.nexus.entry import (
     LOGS,
     MERGE_TYPE,
@@ -465,6 +464,8 @@ ACK_WINDOW = 5000  # entries searched back for an acked id (acks are about recen
 
 def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
     """Warnings for acked ids not found among the recent entries (an ack is still written)."""
+    from vaultmem.nexus import reading  # here: only an ack looks back through the log
+
     wanted = set(acks)
     for name in ("decisions",) if all(".d" in a for a in wanted) else LOGS:
         window = ACK_WINDOW if name == "live" else 1 << 30
