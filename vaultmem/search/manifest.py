@@ -137,23 +137,38 @@ def refresh_lock(vault: Vault) -> Path:
     return lock_path(vault, "index")
 
 
-# the last manifest each process read, by file: (its stat and seal key, the manifest)
-_LOADED: dict[str, tuple[tuple[int, int, int, bytes | None], Manifest]] = {}
+# the last manifest each process read or wrote, by file: (its stat and this machine's seal key,
+# the file's first bytes: its seal, the manifest)
+_LOADED: dict[str, tuple[tuple[int, int, int, bytes | None], bytes, Manifest]] = {}
 
 
-# a manifest file younger than this may be rewritten with the same size within one mtime tick
-# (and a freed inode reused): it is parsed again rather than taken from _LOADED
-_SETTLED_NS = 2_000_000_000
+# a sealed file starts with its seal, a MAC of everything after it: the same first bytes are the
+# same manifest, whatever its stat says (a rewrite within one mtime tick, a reused inode)
+_HEAD = len(b'{"seal":"') + seal.HEX
+
+
+def _head(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        return os.read(fd, _HEAD)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def load_manifest(vault: Vault, *, shared: bool = False) -> Manifest | None:
     """The manifest; None when there is none, or when this machine did not write it.
 
-    A long-lived process (the MCP server, an agent calling the library) parses the file once:
-    while its size, mtime and inode (and this machine's seal key) stay the same, a copy of the
-    manifest read before is returned (the file is replaced, never edited, by `save_manifest`).
-    `shared`: the caller only reads it (a freshness check, opening the generation): the kept
-    manifest itself, not a copy of its tables (10,000 notes: ~2 ms a copy, two a cold recall).
+    A process parses the file once (a cold recall reads it twice: the freshness check, then the
+    searcher; a long-lived process on every recall): while its size, mtime and inode, this
+    machine's seal key and the file's seal (its first bytes) stay the same, the manifest read
+    before is returned, a copy of it unless `shared`. `shared`: the caller only reads it (a
+    freshness check, opening the generation): the kept manifest itself, not a copy of its
+    tables (10,000 notes: ~2 ms a copy).
     """
     path = index_dir(vault) / MANIFEST
     try:
@@ -162,13 +177,13 @@ def load_manifest(vault: Vault, *, shared: bool = False) -> Manifest | None:
         return None
     key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
     cached = _LOADED.get(str(path))
-    if cached is not None and cached[0] == key:
-        CURRENT[str(vault.root)] = cached[1].generation
-        return cached[1] if shared else _copy(cached[1])
-    found = _parse(vault, path)
-    if found is not None and time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+    if cached is not None and cached[0] == key and _head(path) == cached[1]:
+        CURRENT[str(vault.root)] = cached[2].generation
+        return cached[2] if shared else _copy(cached[2])
+    found, head = _parse(vault, path)
+    if found is not None:
         # kept as parsed when the caller only reads it; a copy when it may change its own
-        _LOADED[str(path)] = (key, found if shared else _copy(found))
+        _LOADED[str(path)] = (key, head, found if shared else _copy(found))
     else:
         _LOADED.pop(str(path), None)
     return found
@@ -192,11 +207,23 @@ def _copy(m: Manifest) -> Manifest:
     )
 
 
-def _parse(vault: Vault, path: Path) -> Manifest | None:
+def _parse(vault: Vault, path: Path) -> tuple[Manifest | None, bytes]:
+    """The manifest in the file and the file's first bytes (its seal)."""
+    try:  # os-level: an `io` file object costs several system calls more
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None, b""
+    data = b"".join(chunks)
     try:
-        raw = seal.read(path, create=True)
+        raw = seal.loads(path, data, key=seal.secret(create=True))
         if raw.get("schema") != SCHEMA_VERSION:
-            return None
+            return None, b""
         CURRENT[str(vault.root)] = str(raw["generation"])
         return Manifest(
             generation=str(raw["generation"]),
@@ -221,9 +248,9 @@ def _parse(vault: Vault, path: Path) -> Manifest | None:
             },
             listing={str(k): [int(x) for x in v] for k, v in raw["listing"].items()},
             folders={str(k): [int(x) for x in v] for k, v in raw.get("folders", {}).items()},
-        )
+        ), data[:_HEAD]
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
-        return None
+        return None, b""
 
 
 def unsealed(vault: Vault) -> bool:
@@ -274,7 +301,7 @@ def save_manifest(vault: Vault, manifest: Manifest) -> None:
     with contextlib.suppress(OSError):  # this process need not parse what it just wrote
         st = (folder / MANIFEST).stat()
         key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
-        _LOADED[str(folder / MANIFEST)] = (key, _copy(manifest))
+        _LOADED[str(folder / MANIFEST)] = (key, sealed[:_HEAD], _copy(manifest))
     # derived from the manifest and rewritten with it: no fsync (a torn one reads as absent)
     problems = [p.to_dict() for p in _manifest_problems(manifest)]
     replace_cache(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
