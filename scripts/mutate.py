@@ -68,10 +68,18 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "read-known-folder",
         "vaultmem/core/vault.py",
-        "if known is not None and all(_is_folder(step) for step in known[1]):",
+        "if known is not None and _first_link(known[1], folders=True) is None:",
         "if known is not None:",
         "a folder resolved before is checked again (still a folder, not a link) on every read",
         ("tests/test_links.py",),
+    ),
+    Mutant(
+        "state-symlink",
+        "vaultmem/core/vault.py",
+        "bad = _first_link(hit[1])",
+        "bad = None",
+        "no folder or file under .vaultmem/ is reached through a symlink",
+        ("tests/test_lock_wait.py",),
     ),
     Mutant(
         "path-absolute",
