@@ -390,6 +390,16 @@ MUTANTS: list[Mutant] = [
         "writers share the barrier: two writes under different locks run at once",
         ("tests/test_locking.py",),
     ),
+    # --- recall's visibility: an agent sees shared documents and its own folder -------------
+    Mutant(
+        "recall-empty-filter",
+        "vaultmem/search/engine.py",
+        "if allow is not None and not allow:  # whoosh reads an empty filter as no filter",
+        "if False:",
+        "a filter that matches no document (an agent with nothing visible) shows nothing, not "
+        "every document",
+        ("tests/test_recall.py",),
+    ),
     # --- the log's escaping: an agent cannot forge another agent's entry ------------------------
     Mutant(
         "entry-escape-header",
