@@ -390,6 +390,23 @@ MUTANTS: list[Mutant] = [
         "writers share the barrier: two writes under different locks run at once",
         ("tests/test_locking.py",),
     ),
+    # --- the index manifest's delta: applied only when sealed here and for this base ---------
+    Mutant(
+        "manifest-delta-seal",
+        "vaultmem/search/manifest.py",
+        "raw = seal.read(path)  # absent, unsealed or torn: the base alone, as when none was written",
+        'raw = __import__("json").loads(path.read_bytes())["data"] if path.exists() else None',
+        "a manifest delta this machine did not seal (planted under .vaultmem/) is never applied",
+        ("tests/test_manifest_delta.py",),
+    ),
+    Mutant(
+        "manifest-delta-base",
+        "vaultmem/search/manifest.py",
+        'if not isinstance(raw, dict) or m.base is None or raw.get("base") != m.base.id:',
+        "if not isinstance(raw, dict) or m.base is None:",
+        "a manifest delta written on another base (left by a crash, or put back) is never applied",
+        ("tests/test_manifest_delta.py",),
+    ),
     # --- recall's visibility: an agent sees shared documents and its own folder -------------
     Mutant(
         "recall-empty-filter",
