@@ -488,13 +488,20 @@ class Query:
 class Searcher:
     """An open index generation, searched with query objects built directly (no qparser)."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, opened: tuple[Any, Any, str] | None = None) -> None:
         self.vault = vault
         self.language = vault.config.language
-        self.ix, self.searcher = self._open()
+        if opened is None:
+            self.ix, self.searcher = self._open()
+        else:
+            self.ix, self.searcher, self.generation = opened
         self.analyzer = self.ix.schema["body"].analyzer
-        # filter/mask query -> the documents it matches, for this open index only
-        self._sets: dict[str, frozenset[int]] = {}
+        # filter/mask query -> the documents it matches, for this open index only (a `set`:
+        # whoosh takes one as a ready filter, where a query object is evaluated every search)
+        self._sets: dict[str, set[int]] = {}
+        # docnum -> stored fields: an open index's segments never change, and a long-lived
+        # searcher (MCP, Warm) reads the same candidates' fields query after query
+        self._stored: dict[int, dict[str, Any]] = {}
 
     def _open(self) -> tuple[Any, Any]:
         _whoosh()
@@ -504,7 +511,7 @@ class Searcher:
         # a refresh may swap the generation (or merge segments) between reading the
         # manifest and opening the files: re-read and retry before calling the index broken
         for attempt in range(4):
-            manifest = load_manifest(self.vault, shared=True)
+            manifest = load_manifest(self.vault)
             if manifest is None:
                 raise FileNotFoundError("no index manifest")
             self.generation = manifest.generation
@@ -521,6 +528,21 @@ class Searcher:
                 time.sleep(0.02 * (attempt + 1))
         assert last is not None
         raise last
+
+    def renewed(self) -> Searcher | None:
+        """This index as a refresh has since committed it, reopening only the segments that
+        changed (whoosh reuses the others' open files), after the same proof as a first open;
+        None when the generation moved, or it cannot be proven. This searcher is spent."""
+        manifest = load_manifest(self.vault)
+        if manifest is None or manifest.generation != self.generation:
+            return None
+        if not proven(self.vault, manifest):
+            return None
+        fresh = _reopened(self.ix, self.searcher)
+        if fresh is None:
+            return None
+        _open_columns(fresh)
+        return Searcher(self.vault, (self.ix, fresh, self.generation))
 
     def close(self) -> None:
         self.searcher.close()
@@ -669,7 +691,12 @@ class Searcher:
         main, flt, mask, leaves = self._build(q)
         if main is None or main.__class__.__name__ == "_NullQuery":
             return []
-        results = self.searcher.search(main, limit=limit, filter=flt, mask=mask, terms=True)
+        allow, deny = self._docs(flt), self._docs(mask)
+        if allow is not None and not allow:  # whoosh reads an empty filter as no filter
+            return []
+        results = self.searcher.search(
+            main, limit=limit, filter=allow, mask=deny or None, terms=True
+        )
         plain: dict[str, float] = {}
         for term in self.plain_terms(q.words):
             plain[term] = max(float(self.searcher.idf("body", term)), 0.0)
@@ -677,7 +704,7 @@ class Searcher:
         soft = self._soft(q)
         hits = []
         for r in results:
-            stored = dict(r.fields())
+            stored = dict(self._fields(r.docnum))
             score = float(r.score) * machine_weight(stored)
             contrib: tuple[tuple[str, float], ...] = ()
             matched = {text for _f, text in (r.matched_terms() or ())}
@@ -724,21 +751,34 @@ class Searcher:
                 continue
             if (allow is not None and docnum not in allow) or (deny and docnum in deny):
                 continue
-            stored = self.searcher.stored_fields(docnum)
+            stored = dict(self._fields(docnum))
             held = sum(docnum in docs for docs in soft)
             hits.append(RawHit(score * machine_weight(stored), stored, phrases=held))
         hits.sort(key=lambda h: -h.score)
         return hits
 
-    def _docs(self, query: Any) -> frozenset[int] | None:
+    def _docs(self, query: Any) -> set[int] | None:
+        """The documents a filter or mask query matches, worked out once per open index
+        (at most 64 different ones kept: a server sees few filters, each reused)."""
         if query is None:
             return None
         key = repr(query)
         cached = self._sets.get(key)
         if cached is None:
-            cached = frozenset(query.docs(self.searcher))
+            if len(self._sets) >= 64:
+                self._sets.clear()
+            cached = set(query.docs(self.searcher))
             self._sets[key] = cached
         return cached
+
+    def _fields(self, docnum: int) -> dict[str, Any]:
+        """A document's stored fields, read once per open index (at most 50,000 kept)."""
+        found = self._stored.get(docnum)
+        if found is None:
+            if len(self._stored) >= 50_000:
+                self._stored.clear()
+            found = self._stored[docnum] = self.searcher.stored_fields(docnum)
+        return found
 
     def _explain(self, docnum: int, leaves: list[Any]) -> tuple[tuple[str, float], ...]:
         out = []
@@ -753,6 +793,45 @@ class Searcher:
             except skip:  # a leaf on a field this index lacks contributes nothing
                 continue
         return tuple(sorted(out, key=lambda x: -x[1]))
+
+
+def _reopened(ix: Any, searcher: Any) -> Any:
+    """A whoosh searcher on the index's latest commit that keeps `searcher`'s open segment
+    readers where a segment is unchanged (same id, same number of deleted documents: deletions
+    only grow) and opens the others; None when whoosh's layout is not the one known here.
+
+    Not whoosh's own `Searcher.refresh()`: whoosh-reloaded's reuse adds the old reader's
+    segments to the new commit's (a merged-away segment came back) and keeps a reused
+    segment's old deletions (an edited note was found under its old words)."""
+    from whoosh.reading import EmptyReader, MultiReader, SegmentReader
+    from whoosh.searching import Searcher as WhooshSearcher
+
+    try:
+        info = ix._read_toc()
+        old = {
+            r.segment().segment_id(): r
+            for r, _offset in searcher.reader().leaf_readers()
+            if isinstance(r, SegmentReader)
+        }
+        readers = []
+        for segment in info.segments:
+            kept = old.get(segment.segment_id())
+            if kept is not None and kept.segment().deleted_count() == segment.deleted_count():
+                del old[segment.segment_id()]
+                readers.append(kept)
+            else:
+                readers.append(SegmentReader(ix.storage, info.schema, segment, info.generation))
+    except (AttributeError, TypeError):
+        return None
+    for unused in old.values():  # merged away or changed: the spent searcher's, not ours
+        with contextlib.suppress(Exception):
+            unused.close()
+    # a MultiReader even for one segment: it carries the new commit's generation, which
+    # `up_to_date` compares (a kept segment reader still has the one it was opened in)
+    reader = (
+        MultiReader(readers, generation=info.generation) if readers else EmptyReader(info.schema)
+    )
+    return WhooshSearcher(reader, weighting=searcher.weighting, fromindex=ix)
 
 
 def _open_columns(searcher: Any) -> None:
@@ -795,8 +874,13 @@ def searcher_for(vault: Vault) -> Searcher:
     if cached is not None:
         gen, s = cached
         try:
-            if gen == CURRENT.get(key) and s.searcher.up_to_date():
-                return s
+            if gen == CURRENT.get(key):
+                if s.searcher.up_to_date():
+                    return s
+                renewed = s.renewed()  # a commit since: reopen what changed only
+                if renewed is not None:
+                    _OPEN[key] = (renewed.generation, renewed)
+                    return renewed
         except index_errors():  # the generation was rebuilt away: open the new one
             pass
         forget_searcher(vault)

@@ -1,5 +1,4 @@
-"""What the search index was built from (the stat walk that says what changed since is
-`search/walk.py`).
+"""What the search index was built from, and the stat walk that says what changed since.
 
 Layout under `.vaultmem/index/`:
 
@@ -8,6 +7,10 @@ Layout under `.vaultmem/index/`:
   in use, the vault language and the schema version. Written atomically *after* the whoosh
   commit, so a crash in between only makes the next refresh redo some files (idempotent:
   every file's documents are deleted by path before they are added again).
+- `manifest.delta.json`: what changed since `manifest.json` was written (the rows of the
+  files that changed or went, and every small table whole), naming the base it applies to.
+  A refresh after an append or one edit writes this, not the 10,000-row base; once it holds a
+  tenth of the files, the base is written again. A delta that names another base is ignored.
 - `g-<hex>/`: one whoosh index ("generation"); see `vaultmem.search.engine`.
 - `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
 - `heartbeat.json`: written by `vaultmem watch` while it keeps the index current.
@@ -19,14 +22,20 @@ provenance is proven: `manifest.json`, `problems.json` and `heartbeat.json` are 
 left it after its last commit (every file's name, size, mtime_ns and inode). `proven` compares
 that listing with the folder before whoosh opens anything: a file git wrote, replaced or added
 there fails it, and the folder is deleted and rebuilt from the vault's files, never opened.
+
+Why this module is long: the manifest's tables, the two files they are written to (base and
+delta) and the stat walk compared with them are one format; split, each half would have to
+know the other's layout.
 """
 
 # the walk works on str paths, os.stat and os.path.join: a Path per file costs more than its stat
+# ruff: noqa: PTH116, PTH118
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -56,8 +65,19 @@ PROBLEMS = "problems.json"
 HEARTBEAT = "heartbeat.json"
 
 
+DELTA = "manifest.delta.json"
+
+
 # vaultmem's own sealed files in the index folder (everything else there is a generation)
-OWN_FILES = (MANIFEST, PROBLEMS, HEARTBEAT, vocab.NAMES)
+OWN_FILES = (MANIFEST, DELTA, PROBLEMS, HEARTBEAT, vocab.NAMES)
+
+
+# a delta holds at most this share of the files (and at least DELTA_MIN rows) before the base
+# is written again: loading pays for the delta's rows on every recall
+DELTA_SHARE = 10
+
+
+DELTA_MIN = 64
 
 
 HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
@@ -71,6 +91,16 @@ class FileProblem:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@record
+class Base:
+    """`manifest.json` as written: a delta is what differs from these tables (never edited)."""
+
+    id: str
+    generation: str
+    files: dict[str, tuple[int, int]]
+    sums: dict[str, str]
 
 
 @record(frozen=False)
@@ -88,6 +118,7 @@ class Manifest:
     schema: int = SCHEMA_VERSION
     # every file's content hash: a checkout, a copy or a sync tool that touches every file
     # moves mtimes, not content; equal hashes then cost a read, not a reindex
+    # (set and dropped together with the file's row in `files`: see `dump_delta`)
     sums: dict[str, str] = field(default_factory=dict)
     logs: dict[str, LogMark] = field(default_factory=dict)  # how far each log was indexed
     # the generation folder as this machine's last commit left it: name -> [size, mtime, inode]
@@ -95,6 +126,8 @@ class Manifest:
     # every folder the last full walk went through ("" the root, "wiki/", "wiki/sub/"):
     # [mtime_ns, ctime_ns, inode] when that stamp vouches for the folder's names, else []
     folders: dict[str, list[int]] = field(default_factory=dict)
+    # the base on disk this manifest was read from or last written as (None: write a base)
+    base: Base | None = field(default=None, repr=False, compare=False)
 
     def forget(self, rel: str) -> None:
         self.files.pop(rel, None)
@@ -103,19 +136,44 @@ class Manifest:
         self.sums.pop(rel, None)
         self.logs.pop(rel, None)
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self, base_id: str = "") -> dict[str, Any]:
         paths = sorted(self.files)
         return {
-            "schema": self.schema,
-            "generation": self.generation,
-            "language": self.language,
-            "refreshed_at": self.refreshed_at,
+            **self._small(),
+            "base": base_id,
             "files": {
                 "paths": paths,
                 "sizes": [self.files[p][0] for p in paths],
                 "mtimes": [self.files[p][1] for p in paths],
                 "sums": [self.sums.get(p, "") for p in paths],
             },
+        }
+
+    def dump_delta(self, base: Base) -> dict[str, Any] | None:
+        """What differs from `base`: the changed and removed files' rows, the small tables
+        whole; None when that is too much for a delta (or the generation moved)."""
+        if base.generation != self.generation:
+            return None
+        limit = max(DELTA_MIN, len(self.files) // DELTA_SHARE)
+        # a refresh replaces the row of each file it reindexes, so an unchanged row is the very
+        # object the base holds: one identity test per file, then equality for the few left
+        # (a file's sum is set and dropped with its row, so the rows say where sums moved too)
+        was = base.files
+        moved = {p for p, v in self.files.items() if was.get(p) is not v and was.get(p) != v}
+        added = sum(1 for p in moved if p not in was)
+        gone = len(was) - (len(self.files) - added)  # files = (was and still here) + added
+        removed = was.keys() - self.files.keys() if gone else set()
+        if len(moved) + len(removed) > limit:
+            return None
+        changed = {p: [*self.files[p], self.sums.get(p, "")] for p in sorted(moved)}
+        return {**self._small(), "base": base.id, "changed": changed, "removed": sorted(removed)}
+
+    def _small(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "generation": self.generation,
+            "language": self.language,
+            "refreshed_at": self.refreshed_at,
             "hashes": dict(sorted(self.hashes.items())),
             "problems": {k: [list(x) for x in v] for k, v in sorted(self.problems.items())},
             "logs": {k: v.to_list() for k, v in sorted(self.logs.items())},
@@ -137,13 +195,13 @@ def refresh_lock(vault: Vault) -> Path:
     return lock_path(vault, "index")
 
 
-# the last manifest each process read or wrote, by file: (its stat and this machine's seal key,
-# the file's first bytes: its seal, the manifest)
+# the last base each process read or wrote, by file: (its stat and this machine's seal key, its
+# first bytes: its seal, the base)
 _LOADED: dict[str, tuple[tuple[int, int, int, bytes | None], bytes, Manifest]] = {}
 
 
 # a sealed file starts with its seal, a MAC of everything after it: the same first bytes are the
-# same manifest, whatever its stat says (a rewrite within one mtime tick, a reused inode)
+# same base whatever its stat says (a rewrite within one mtime tick, a freed inode reused)
 _HEAD = len(b'{"seal":"') + seal.HEX
 
 
@@ -160,17 +218,17 @@ def _head(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def load_manifest(vault: Vault, *, shared: bool = False) -> Manifest | None:
-    """The manifest; None when there is none, or when this machine did not write it.
+def load_manifest(vault: Vault) -> Manifest | None:
+    """The manifest (the base with its delta applied); None when there is none, or when this
+    machine did not write it.
 
-    A process parses the file once (a cold recall reads it twice: the freshness check, then the
-    searcher; a long-lived process on every recall): while its size, mtime and inode, this
-    machine's seal key and the file's seal (its first bytes) stay the same, the manifest read
-    before is returned, a copy of it unless `shared`. `shared`: the caller only reads it (a
-    freshness check, opening the generation): the kept manifest itself, not a copy of its
-    tables (10,000 notes: ~2 ms a copy).
+    A process parses the base once (a cold recall reads the manifest twice: the freshness
+    check, then the searcher; a long-lived process on every recall): while its size, mtime and
+    inode, this machine's seal key and the base's seal (its first bytes) stay the same, a copy
+    of the base read before is used. The delta is small and read every time.
     """
-    path = index_dir(vault) / MANIFEST
+    folder = index_dir(vault)
+    path = folder / MANIFEST
     try:
         st = path.stat()
     except OSError:
@@ -178,15 +236,44 @@ def load_manifest(vault: Vault, *, shared: bool = False) -> Manifest | None:
     key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
     cached = _LOADED.get(str(path))
     if cached is not None and cached[0] == key and _head(path) == cached[1]:
-        CURRENT[str(vault.root)] = cached[2].generation
-        return cached[2] if shared else _copy(cached[2])
-    found, head = _parse(vault, path)
-    if found is not None:
-        # kept as parsed when the caller only reads it; a copy when it may change its own
-        _LOADED[str(path)] = (key, head, found if shared else _copy(found))
+        found: Manifest | None = _copy(cached[2])
     else:
-        _LOADED.pop(str(path), None)
+        found, head = _parse(vault, path)
+        if found is not None:
+            _LOADED[str(path)] = (key, head, _copy(found))
+        else:
+            _LOADED.pop(str(path), None)
+    if found is None:
+        return None
+    _apply_delta(found, folder / DELTA)
+    CURRENT[str(vault.root)] = found.generation
     return found
+
+
+def _apply_delta(m: Manifest, path: Path) -> None:
+    """`m` (a base just read) brought up to date by the delta, when there is one for it."""
+    raw = seal.read(path)  # absent, unsealed or torn: the base alone, as when none was written
+    if not isinstance(raw, dict) or m.base is None or raw.get("base") != m.base.id:
+        return
+    try:
+        if raw.get("schema") != SCHEMA_VERSION or raw.get("generation") != m.generation:
+            return
+        small = _small_tables(raw)
+        changed = {str(p): (int(a), int(b), str(c)) for p, (a, b, c) in raw["changed"].items()}
+        removed = [str(p) for p in raw["removed"]]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return
+    for p in removed:
+        m.files.pop(p, None)
+        m.sums.pop(p, None)
+    for p, (size, mtime, digest) in changed.items():
+        m.files[p] = (size, mtime)
+        if digest:
+            m.sums[p] = digest
+        else:
+            m.sums.pop(p, None)
+    m.refreshed_at = float(raw["refreshed_at"])
+    m.skipped, m.hashes, m.problems, m.logs, m.listing, m.folders = small
 
 
 def _copy(m: Manifest) -> Manifest:
@@ -204,11 +291,37 @@ def _copy(m: Manifest) -> Manifest:
         logs=dict(m.logs),
         listing=dict(m.listing),
         folders=dict(m.folders),
+        base=m.base,
+    )
+
+
+Small = tuple[
+    dict[str, tuple[str, str]],
+    dict[str, str],
+    dict[str, list[tuple[str, str]]],
+    dict[str, LogMark],
+    dict[str, list[int]],
+    dict[str, list[int]],
+]
+
+
+def _small_tables(raw: dict[str, Any]) -> Small:
+    """skipped, hashes, problems, logs, listing and folders, as a base or a delta holds them."""
+    return (
+        {k: (str(v[0]), str(v[1])) for k, v in raw.get("skipped", {}).items()},
+        dict(raw.get("hashes", {})),
+        {k: [(str(a), str(b)) for a, b in v] for k, v in raw["problems"].items()},
+        {
+            k: LogMark(int(a), int(b), int(c), str(d))
+            for k, (a, b, c, d) in raw.get("logs", {}).items()
+        },
+        {str(k): [int(x) for x in v] for k, v in raw["listing"].items()},
+        {str(k): [int(x) for x in v] for k, v in raw.get("folders", {}).items()},
     )
 
 
 def _parse(vault: Vault, path: Path) -> tuple[Manifest | None, bytes]:
-    """The manifest in the file and the file's first bytes (its seal)."""
+    """The base in the file, and the file's first bytes (its seal)."""
     try:  # os-level: an `io` file object costs several system calls more
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         try:
@@ -224,30 +337,27 @@ def _parse(vault: Vault, path: Path) -> tuple[Manifest | None, bytes]:
         raw = seal.loads(path, data, key=seal.secret(create=True))
         if raw.get("schema") != SCHEMA_VERSION:
             return None, b""
-        CURRENT[str(vault.root)] = str(raw["generation"])
+        paths = raw["files"]["paths"]
+        files = dict(
+            zip(paths, zip(raw["files"]["sizes"], raw["files"]["mtimes"], strict=True), strict=True)
+        )
+        sums = {p: s for p, s in zip(paths, raw["files"]["sums"], strict=True) if s}
+        skipped, hashes, problems, logs, listed, folders = _small_tables(raw)
+        generation = str(raw["generation"])
+        base_id = str(raw.get("base") or "")
         return Manifest(
-            generation=str(raw["generation"]),
+            generation=generation,
             language=str(raw["language"]),
             refreshed_at=float(raw["refreshed_at"]),
-            files=dict(
-                zip(
-                    raw["files"]["paths"],
-                    zip(raw["files"]["sizes"], raw["files"]["mtimes"], strict=True),
-                    strict=True,
-                )
-            ),
-            skipped={k: (str(v[0]), str(v[1])) for k, v in raw.get("skipped", {}).items()},
-            hashes=dict(raw.get("hashes", {})),
-            problems={k: [(str(a), str(b)) for a, b in v] for k, v in raw["problems"].items()},
-            sums={
-                p: s for p, s in zip(raw["files"]["paths"], raw["files"]["sums"], strict=True) if s
-            },
-            logs={
-                k: LogMark(int(a), int(b), int(c), str(d))
-                for k, (a, b, c, d) in raw.get("logs", {}).items()
-            },
-            listing={str(k): [int(x) for x in v] for k, v in raw["listing"].items()},
-            folders={str(k): [int(x) for x in v] for k, v in raw.get("folders", {}).items()},
+            files=files,
+            skipped=skipped,
+            hashes=hashes,
+            problems=problems,
+            sums=sums,
+            logs=logs,
+            listing=listed,
+            folders=folders,
+            base=Base(base_id, generation, dict(files), dict(sums)) if base_id else None,
         ), data[:_HEAD]
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None, b""
@@ -288,27 +398,48 @@ def record_listing(vault: Vault, manifest: Manifest) -> None:
 
 
 def save_manifest(vault: Vault, manifest: Manifest) -> None:
+    """Write what `manifest` says: as a delta on the base it came from when little changed,
+    else as a new base (the old delta then names a base that is gone, and is ignored)."""
     CURRENT[str(vault.root)] = manifest.generation
     folder = index_dir(vault)
-    data = manifest.dump()
-    sealed = seal.dumps(folder / MANIFEST, data)
+    base = manifest.base
+    delta = manifest.dump_delta(base) if base is not None else None
+    paths_moved = True
+    if delta is not None and base is not None:
+        _seal_and_write(folder / DELTA, delta)
+        paths_moved = bool(delta["removed"]) or any(p not in base.files for p in delta["changed"])
+    else:
+        base_id = os.urandom(6).hex()
+        data = manifest.dump(base_id)
+        head = _seal_and_write(folder / MANIFEST, data)[:_HEAD]
+        manifest.base = Base(
+            base_id, manifest.generation, dict(manifest.files), dict(manifest.sums)
+        )
+        with contextlib.suppress(OSError):  # this process need not parse what it just wrote
+            st = (folder / MANIFEST).stat()
+            key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
+            _LOADED[str(folder / MANIFEST)] = (key, head, _copy(manifest))
+        with contextlib.suppress(FileNotFoundError):  # names the old base: ignored if left
+            (folder / DELTA).unlink()
+    # derived from the manifest and rewritten with it: no fsync (a torn one reads as absent)
+    problems = [p.to_dict() for p in _manifest_problems(manifest)]
+    replace_cache(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
+    # the prompt hook's note-name words, rewritten only when the set of files changed
+    if paths_moved:
+        names = vocab.write(str(folder), sorted(manifest.files))
+        if names is not None:
+            replace_cache(folder / vocab.NAMES, names)
+
+
+def _seal_and_write(path: Path, data: dict[str, Any]) -> bytes:
+    sealed = seal.dumps(path, data)
     if sealed is None:
         raise NotWritableError(
             f"cannot seal the index manifest: no secret in {seal.home()}",
             "check that VAULTMEM_HOME is writable",
         )
-    atomic_write(folder / MANIFEST, sealed)
-    with contextlib.suppress(OSError):  # this process need not parse what it just wrote
-        st = (folder / MANIFEST).stat()
-        key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
-        _LOADED[str(folder / MANIFEST)] = (key, sealed[:_HEAD], _copy(manifest))
-    # derived from the manifest and rewritten with it: no fsync (a torn one reads as absent)
-    problems = [p.to_dict() for p in _manifest_problems(manifest)]
-    replace_cache(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
-    # the prompt hook's note-name words, rewritten only when the set of files changed
-    names = vocab.write(str(folder), data["files"]["paths"])
-    if names is not None:
-        replace_cache(folder / vocab.NAMES, names)
+    atomic_write(path, sealed)
+    return sealed
 
 
 def _manifest_problems(manifest: Manifest) -> list[FileProblem]:
@@ -325,6 +456,246 @@ def index_problems(vault: Vault) -> list[FileProblem]:
         return [FileProblem(p["path"], p["kind"], p["message"]) for p in raw["problems"]]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+
+
+def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]]:
+    """Every markdown file in the vault -> (size, mtime_ns); plus symlinks left out, and why.
+
+    Skips dot folders and dot files (`.vaultmem/`, `.obsidian/`, `.git/`, `.trash/`, editor and
+    vaultmem temp files). Symlinks are never followed out of the vault (each is listed as
+    `symlink-outside`), and links inside it are not followed at all: a link to a folder would
+    loop or duplicate, and a link to a note would be indexed under the link's path, so scoped by
+    where the link sits rather than by its target (`wiki/x.md -> ../agents/lyra/memory/y.md`
+    would hand lyra's fact to every agent). The target is indexed once, under its own path.
+    """
+    files, skipped, _folders = walk_folders(vault)
+    return files, skipped
+
+
+Walked = tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]], dict[str, list[int]]]
+
+
+# a folder's stamp vouches for its names only once its mtime (or ctime) is this much older than
+# the walk: a change within the same timestamp tick could otherwise leave the stamp as it was
+FOLDER_SETTLED_NS = 2_000_000_000
+
+
+_BY_FD = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def walk_folders(vault: Vault, known: Manifest | None = None) -> Walked:
+    """`walk`'s answer, and every folder's stamp (see `Manifest.folders`).
+
+    Given `known` (the manifest in force), a folder whose stamp is the one recorded there is
+    not listed again: the same stamp means the same names (adding, removing or renaming an
+    entry sets the folder's mtime and ctime to now, and the stamp is recorded only when one of
+    them was already older than the walk by a tick), so its notes are the manifest's, and each
+    is still stat'ed (an edit in place changes only the file's own mtime). A folder holding a
+    link is always listed (a link's target may change without it); so is every folder on a
+    file system that does not keep folder mtimes (`_folder_mtimes_kept`).
+    """
+    root = str(vault.root)
+    real_root = str(vault.real_root)
+    started = time.time_ns()
+    skipped: dict[str, tuple[str, str]] = {}
+    folders: dict[str, list[int]] = {}
+    trusted = known.folders if known is not None and _folder_mtimes_kept(vault) else {}
+    # the manifest's notes by folder, with their (size, mtime); `files` starts as the manifest
+    # says, and each folder replaces its own entries: listed, or stat'ed where they were
+    names: dict[str, list[tuple[str, tuple[int, int]]]] = {}
+    below: dict[str, list[str]] = {}
+    if trusted and all(trusted.values()) and _stamps_hold(root, trusted):
+        # every folder's names are as the last walk left them: the notes are the manifest's,
+        # and one stat pass from the root says which of them changed in place
+        assert known is not None
+        return _stat_known(root, known.files), skipped, dict(trusted)
+    if trusted:
+        assert known is not None
+        files = dict(known.files)
+        for rel, seen in known.files.items():
+            cut = rel.rfind("/") + 1
+            names.setdefault(rel[:cut], []).append((rel[cut:], seen))
+        for key in trusted:
+            if key:
+                below.setdefault(key[: key.rfind("/", 0, len(key) - 1) + 1], []).append(key)
+    else:
+        files = {}
+    stack = [("", root)]
+    while stack:
+        prefix, folder = stack.pop()
+        stamp = trusted.get(prefix)
+        if stamp and _same_names(folder, prefix, stamp, names.get(prefix, ()), files):
+            folders[prefix] = stamp
+            stack.extend((key, os.path.join(root, key)) for key in below.get(prefix, ()))
+            continue
+        for name, _seen in names.pop(prefix, ()):  # listed below instead
+            del files[prefix + name]
+        try:
+            st = os.stat(folder)  # before listing: a change after it moves the stamp
+            entries = os.scandir(folder)
+        except OSError:  # vanished mid-walk, or unreadable
+            continue
+        linked = False
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name[0] == ".":
+                    continue
+                rel = prefix + name
+                try:
+                    if entry.is_symlink():
+                        linked = True
+                        target = os.path.realpath(entry.path)
+                        outside = target != real_root and not target.startswith(real_root + os.sep)
+                        if outside and (name.lower().endswith(".md") or Path(target).is_dir()):
+                            skipped[rel] = (
+                                "symlink-outside",
+                                f"symlink to {target}, outside the vault: not followed",
+                            )
+                        continue  # in the vault: its target is indexed under its own path
+                    elif entry.is_dir(follow_symlinks=False):
+                        stack.append((rel + "/", entry.path))
+                    elif name.lower().endswith(".md"):
+                        fst = entry.stat(follow_symlinks=False)
+                        files[rel] = (fst.st_size, fst.st_mtime_ns)
+                except OSError:  # vanished between listing and stat
+                    continue
+        # on Windows ctime is the creation time: only the mtime moves with the names
+        oldest = st.st_mtime_ns if os.name == "nt" else min(st.st_mtime_ns, st.st_ctime_ns)
+        settled = started - oldest >= FOLDER_SETTLED_NS
+        folders[prefix] = (
+            [st.st_mtime_ns, st.st_ctime_ns, st.st_ino] if settled and not linked else []
+        )
+    for prefix, gone in names.items():  # folders no longer reached (removed, unreadable)
+        if prefix not in folders:
+            for name, _seen in gone:
+                del files[prefix + name]
+    return files, skipped, folders
+
+
+def _stamps_hold(root: str, stamps: dict[str, list[int]]) -> bool:
+    """Does every folder still carry its stamp (one open and fstat each, as `_same_names`)?"""
+    for prefix, stamp in stamps.items():
+        folder = os.path.join(root, prefix) if prefix else root
+        try:
+            fd = os.open(folder, _DIR_FLAGS) if _BY_FD else -1
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd) if fd >= 0 else os.stat(folder)
+        except OSError:
+            return False
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if [st.st_mtime_ns, st.st_ctime_ns, st.st_ino] != stamp:
+            return False
+    return True
+
+
+def _stat_known(root: str, known: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """The manifest's notes, each stat'ed again (by its path under the root: every folder on
+    the way was just found holding its names, so no step is a link): what changed in place."""
+    files = dict(known)
+    try:
+        fd = os.open(root, _DIR_FLAGS) if _BY_FD else -1
+    except OSError:
+        fd = -1
+    try:
+        for rel, (size, mtime) in known.items():
+            try:
+                if fd >= 0:
+                    st = os.stat(rel, dir_fd=fd, follow_symlinks=False)
+                else:
+                    st = os.lstat(os.path.join(root, rel))
+            except OSError:  # vanished since: as a listing would say
+                del files[rel]
+                continue
+            if st.st_mtime_ns != mtime or st.st_size != size:
+                files[rel] = (st.st_size, st.st_mtime_ns)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return files
+
+
+def _same_names(
+    folder: str,
+    prefix: str,
+    stamp: list[int],
+    names: Any,
+    files: dict[str, tuple[int, int]],
+) -> bool:
+    """Does `folder` still carry `stamp`? Then stat its notes (`names`: name, (size, mtime) as
+    the manifest has them) and put in `files` what differs."""
+    fd = -1
+    try:
+        fd = os.open(folder, _DIR_FLAGS) if _BY_FD else -1
+        st = os.fstat(fd) if fd >= 0 else os.stat(folder)
+    except OSError:
+        return False
+    try:
+        if [st.st_mtime_ns, st.st_ctime_ns, st.st_ino] != stamp:
+            return False
+        stat_at = os.stat
+        for name, (size, mtime) in names:
+            try:
+                if fd >= 0:
+                    fst = stat_at(name, dir_fd=fd, follow_symlinks=False)
+                else:
+                    fst = os.lstat(os.path.join(folder, name))
+            except OSError:  # vanished since: as a listing would say
+                del files[prefix + name]
+                continue
+            if fst.st_mtime_ns != mtime or fst.st_size != size:
+                files[prefix + name] = (fst.st_size, fst.st_mtime_ns)
+        return True
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _folder_mtimes_kept(vault: Vault) -> bool:
+    """Does this file system move a folder's mtime when its names change? The manifest was
+    renamed into the index folder after it was written, so that folder is no older than it
+    (a FUSE or network mount that keeps no folder mtimes fails this: every folder is listed)."""
+    folder = index_dir(vault)
+    try:
+        return os.stat(folder).st_mtime_ns >= os.stat(folder / MANIFEST).st_mtime_ns
+    except OSError:
+        return False
+
+
+# an event on a folder (or one the watcher could not place): only a walk can say what moved
+FULL_WALK = "/"
+
+
+def walk_changed(
+    vault: Vault, manifest: Manifest, changed: frozenset[str]
+) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]] | None:
+    """`walk`'s answer when an in-process watcher says only `changed` (vault-relative paths)
+    may differ from the manifest: one stat per changed path, the rest as the manifest has it.
+    None when only the whole walk can tell (a folder event, a link, something unreadable)."""
+    if FULL_WALK in changed:
+        return None
+    files = dict(manifest.files)
+    for rel in changed:
+        if not rel.lower().endswith(".md") or any(p[:1] == "." for p in rel.split("/")):
+            continue  # walk() never lists these either
+        try:
+            st = (vault.root / rel).lstat()
+        except FileNotFoundError:
+            files.pop(rel, None)
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):  # a link or a folder: walk() decides what it is
+            return None
+        files[rel] = (st.st_size, st.st_mtime_ns)
+    return files, dict(manifest.skipped)
 
 
 # --- the watcher's heartbeat ----------------------------------------------------------------

@@ -50,6 +50,8 @@ from vaultmem.search.manifest import (
     refresh_lock,
     save_manifest,
     unsealed,
+    walk_changed,
+    walk_folders,
 )
 from vaultmem.search.manifest import clear_heartbeat as clear_heartbeat  # for `watch`
 from vaultmem.search.manifest import write_heartbeat as write_heartbeat
@@ -57,7 +59,6 @@ from vaultmem.search.plan import RACY_NS
 from vaultmem.search.plan import Plan as _Plan
 from vaultmem.search.plan import plan as _plan
 from vaultmem.search.plan import restamp as _restamp
-from vaultmem.search.walk import walk_changed, walk_folders
 
 if TYPE_CHECKING:
     from vaultmem.search.embedder import Model
@@ -321,7 +322,7 @@ def _refresh(
     """
     started = time.perf_counter()
     semantic = _Semantic(model, embed_progress) if model is not None else None
-    manifest = load_manifest(vault, shared=True)  # only read here: the locked part reloads it
+    manifest = load_manifest(vault)
     if not rebuild and _usable(manifest, vault):
         assert manifest is not None
         in_line = model is None or _vectors_in_line(vault, manifest, model)
