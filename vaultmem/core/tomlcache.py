@@ -1,7 +1,7 @@
 """What tomllib made of `vaultmem.toml`'s exact bytes, kept in the vault's local state.
 
-Importing tomllib and parsing the file cost ~4 ms of every command (a third of `python -c
-pass`). `.vaultmem/config.json` keeps the parsed file (the plain dict `tomllib.loads` returned)
+Importing tomllib (and `string`, which it imports) and parsing the file cost ~3-4 ms of every
+command, a quarter of `python -c pass`. `.vaultmem/config.json` keeps the parsed file (the plain dict `tomllib.loads` returned)
 under a BLAKE2b of the file's bytes, sealed (`core/seal.py`), so it is only ever what this
 machine's vaultmem parsed: a hit is the dict tomllib would return for those very bytes, and
 `config.parse_config` checks it as it checks a fresh parse. Other bytes (an edit, a pull) miss:
