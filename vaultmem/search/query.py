@@ -279,19 +279,20 @@ def recall(
             (f"index could not be opened ({type(exc).__name__}): rebuilt from the files",),
         )
         hits = run()
-    from vaultmem.nexus.shown import ShowCheck  # entries failing verification: left out, said
+    if any(h.id and h.kind in ("log", "decision") for h in hits):  # else nothing to check
+        from vaultmem.nexus.shown import ShowCheck  # entries failing verification: left out, said
 
-    check, cap = ShowCheck(vault), vault.config.recall.max_file_bytes
-    hits = [
-        evolve(h, rank=n)
-        for n, h in enumerate(
-            (h for h in hits if not (h.id and h.kind in ("log", "decision")) or check.lines_ok(
-                h.path, h.line_start, h.line_end, h.id, read_limit(h.path, cap))), 1
-        )
-    ]  # fmt: skip
-    if check.failed:
-        fresh = _with_warnings(fresh, (check.note(),))
-        check.save()
+        check, cap = ShowCheck(vault), vault.config.recall.max_file_bytes
+        hits = [
+            evolve(h, rank=n)
+            for n, h in enumerate(
+                (h for h in hits if not (h.id and h.kind in ("log", "decision")) or check.lines_ok(
+                    h.path, h.line_start, h.line_end, h.id, read_limit(h.path, cap))), 1
+            )
+        ]  # fmt: skip
+        if check.failed:
+            fresh = _with_warnings(fresh, (check.note(),))
+            check.save()
     return RecallResult(query=query, index=fresh, hits=tuple(hits), explain=explain, mode=used)
 
 
