@@ -369,3 +369,28 @@ def test_fast_parser_agrees_with_click(name: str, data: st.DataObject) -> None:
     theirs = _click_params(name, args)
     assert theirs is not None, f"fast path accepted what typer refuses: {args}"
     assert {k: _norm(v) for k, v in mine.items()} == {k: _norm(v) for k, v in theirs.items()}
+
+
+def test_a_command_leaves_its_objects_to_the_permanent_generation(tmp_path: Path) -> None:
+    """After a command (cli/main.py `_before_exit`) the interpreter's collection at exit has
+    nothing to walk: what is alive was frozen. A brief per-turn command also ran without the
+    cyclic collector; any other one kept it, at a higher threshold."""
+    code = (
+        "import gc, sys\n"
+        "sys.argv = ['vaultmem', *sys.argv[1:]]\n"
+        "from vaultmem.cli.main import main\n"
+        "main()\n"
+        "print(gc.get_freeze_count() > 0, gc.isenabled(), gc.get_threshold()[0], file=sys.stderr)\n"
+    )
+    vault = copy_example(tmp_path / "vault")
+    for args, enabled in ((["read", "--peek"], "False"), (["status"], "True")):
+        res = subprocess.run(
+            [sys.executable, "-c", code, *args, "--vault", str(vault), "--agent", "ella"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert res.returncode == 0, res.stderr
+        frozen, on, threshold = res.stderr.strip().splitlines()[-1].split()
+        assert frozen == "True" and on == enabled, res.stderr
+        assert on == "False" or int(threshold) == 20_000
