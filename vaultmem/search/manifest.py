@@ -7,7 +7,8 @@ Layout under `.vaultmem/index/`:
   in use, the vault language and the schema version. Written atomically *after* the whoosh
   commit, so a crash in between only makes the next refresh redo some files (idempotent:
   every file's documents are deleted by path before they are added again).
-- `g-<hex>/`: one whoosh index ("generation"); see `vaultmem.search.engine`.
+- `g-<hex>/`: one index ("generation"): Whoosh's files (`vaultmem.search.engine`), or one
+  SQLite FTS5 database (`vaultmem.search.fts5`), as the manifest's `engine` says.
 - `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
 - `heartbeat.json`: written by `vaultmem watch` while it keeps the index current.
 - `names.json`: the words of the indexed note names, for the prompt hook (`search/vocab.py`).
@@ -96,6 +97,8 @@ class Manifest:
     # every folder the last full walk went through ("" the root, "wiki/", "wiki/sub/"):
     # [mtime_ns, ctime_ns, inode] when that stamp vouches for the folder's names, else []
     folders: dict[str, list[int]] = field(default_factory=dict)
+    # the full-text engine that wrote the generation (`[recall] engine`): another one rebuilds
+    engine: str = "whoosh"
 
     def forget(self, rel: str) -> None:
         self.files.pop(rel, None)
@@ -123,6 +126,7 @@ class Manifest:
             "skipped": {k: list(v) for k, v in sorted(self.skipped.items())},
             "listing": self.listing,
             "folders": self.folders,
+            "engine": self.engine,
         }
 
 
@@ -187,6 +191,7 @@ def _copy(m: Manifest) -> Manifest:
         logs=dict(m.logs),
         listing=dict(m.listing),
         folders=dict(m.folders),
+        engine=m.engine,
     )
 
 
@@ -219,6 +224,7 @@ def _parse(vault: Vault, path: Path) -> Manifest | None:
             },
             listing={str(k): [int(x) for x in v] for k, v in raw["listing"].items()},
             folders={str(k): [int(x) for x in v] for k, v in raw.get("folders", {}).items()},
+            engine=str(raw.get("engine", "whoosh")),
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
