@@ -339,7 +339,7 @@ def analyzer(language: str) -> Any:
         StopFilter,
     )
 
-    chain = RegexTokenizer(r"\w+(?:[.'’]\w+)*") | LowercaseFilter()
+    chain = RegexTokenizer(TOKEN_PATTERN) | LowercaseFilter()
     from whoosh.lang import NoStopWords, stopwords_for_language
     from whoosh.support.charset import accent_map as folding
 
@@ -357,6 +357,10 @@ def analyzer(language: str) -> Any:
 
 
 Tokens = list[tuple[str, int, int]]
+
+
+# a word, as `analyzer`'s tokenizer finds it
+TOKEN_PATTERN = r"\w+(?:[.'’]\w+)*"
 
 
 @functools.cache
@@ -387,7 +391,7 @@ def plain_analyzer(language: str) -> Callable[[str], Tokens]:
         from whoosh.lang import stemmer_for_language
 
         stem = functools.lru_cache(maxsize=50_000)(stemmer_for_language(language))
-    finditer = re.compile(r"\w+(?:[.'’]\w+)*", re.UNICODE).finditer
+    finditer = re.compile(TOKEN_PATTERN, re.UNICODE).finditer
     frozen = frozenset(stops)
 
     def analyze(text: str) -> Tokens:

@@ -39,6 +39,7 @@ import contextlib
 import heapq
 import itertools
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -49,6 +50,7 @@ from vaultmem.search.engine import (
     COVERAGE_POWER,
     QUERY_STOP,
     TEXT_FIELDS,
+    TOKEN_PATTERN,
     Query,
     RawHit,
     UnprovenIndex,
@@ -165,6 +167,20 @@ def open_writer(ix: Index, *, bulk: bool) -> Writer:
     return Writer(ix, bulk=bulk)
 
 
+class _Terms(dict[str, str]):
+    """word -> its escaped index term ("" for a stop word), computed on first sight (the
+    analyzer treats every word on its own, so a word's term never depends on its context)."""
+
+    def __init__(self, analyze: Any) -> None:
+        super().__init__()
+        self.analyze = analyze
+
+    def __missing__(self, word: str) -> str:
+        found = self.analyze(word)
+        tok = self[word] = _tok(found[0][0]) if found else ""
+        return tok
+
+
 class Writer:
     """Whoosh's writer calls (`delete_by_term("path", ...)`, `add_document`, `commit`,
     `cancel`) in one SQLite transaction."""
@@ -172,6 +188,8 @@ class Writer:
     def __init__(self, ix: Index, *, bulk: bool) -> None:
         self.bulk = bulk
         self.analyze = plain_analyzer(ix.language)
+        self._words = re.compile(TOKEN_PATTERN, re.UNICODE).findall
+        self._memo = _Terms(self.analyze)
         self.db = sqlite3.connect(ix.path, timeout=30.0, isolation_level=None)
         try:
             self._check(self.db)
@@ -191,7 +209,9 @@ class Writer:
             raise ValueError("not an index of this vaultmem version")
 
     def _text(self, value: str) -> str:
-        return " ".join(_tok(t) for t, _s, _e in self.analyze(value)) if value else ""
+        """The analyzed terms of some text, escaped and space-joined (a stop word leaves two
+        spaces, which FTS5 reads as one separator): each word analyzed once per writer."""
+        return " ".join([self._memo[w] for w in self._words(value)]) if value else ""
 
     def delete_by_term(self, field: str, value: str) -> None:
         if field != "path":  # pragma: no cover - refresh deletes by path only
