@@ -238,7 +238,9 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=None, help="where to build the vault (kept)")
     ap.add_argument("--modes", default="keyword,hybrid", help="comma-separated recall modes")
     ap.add_argument("--model", default=None, help="embedding model folder or name")
-    ap.add_argument("--engine", default="whoosh", choices=("whoosh", "fts5"), help="[recall] engine")
+    ap.add_argument(
+        "--engine", default="whoosh", choices=("whoosh", "fts5"), help="[recall] engine"
+    )
     knob_option(ap)
     ap.add_argument("--skip-extra", action="store_true", help="LoCoMo halves only")
     args = ap.parse_args()

@@ -65,7 +65,25 @@ FTS_SCHEMA = 1  # the tables below; another value is rebuilt, never read
 
 # the FTS5 columns, in bm25()'s weight order
 COLUMNS = ("title", "heading", "desc", "tags", "body")
-BM25 = "bm25(fts, " + ", ".join(str(TEXT_FIELDS[c]) for c in COLUMNS) + ")"
+# How the fields' weights enter bm25(). True: one bm25() per column, times the field's weight,
+# summed (each field's hits saturate on their own, as Whoosh's per-field leaves do: a term in a
+# note's title, description and body counts three times). False: one bm25() with the weights as
+# column weights (FTS5's own: the weighted hits of all columns saturate together, so a second
+# field adds little). Measured on LoCoMo: docs/benchmarks.md.
+PER_FIELD = True
+
+
+def _bm25() -> str:
+    """The score expression (higher is better)."""
+    if not PER_FIELD:
+        return "-bm25(fts, " + ", ".join(str(TEXT_FIELDS[c]) for c in COLUMNS) + ")"
+    parts = []
+    for i, c in enumerate(COLUMNS):
+        weights = ", ".join("1" if j == i else "0" for j in range(len(COLUMNS)))
+        parts.append(f"{TEXT_FIELDS[c]} * bm25(fts, {weights})")
+    return "-(" + " + ".join(parts) + ")"
+
+
 # a phrase of several words, in every text column but tags (as engine._phrase)
 PHRASE_COLUMNS = "{title heading desc body}"
 
@@ -423,9 +441,9 @@ class Searcher:
         limit: int | None = None,
         among: Any = None,
     ) -> dict[int, float]:
-        """rowid -> -bm25 of the documents matching `expr` (and `where`; among `among`),
+        """rowid -> score (bm25, higher better) of the documents matching `expr` (and `where`; among `among`),
         best first when `limit` cuts."""
-        sql = f"SELECT fts.rowid, {BM25} FROM fts"
+        sql = f"SELECT fts.rowid, {_bm25()} FROM fts"
         if where:
             sql += " CROSS JOIN docs AS d ON d.rowid = fts.rowid"  # fts drives: bm25 needs it
         sql += " WHERE fts MATCH ?"
@@ -434,8 +452,8 @@ class Searcher:
         if where:
             sql += " AND " + where
         if limit is not None:
-            sql += f" ORDER BY 2 LIMIT {int(limit)}"
-        return {r: -s for r, s in self.db.execute(sql, [expr, *(args or [])])}
+            sql += f" ORDER BY 2 DESC LIMIT {int(limit)}"
+        return dict(self.db.execute(sql, [expr, *(args or [])]))
 
     def _rowids(self, expr: str, among: Any) -> set[int]:
         ids = ", ".join(str(int(r)) for r in among)
