@@ -13,14 +13,16 @@ One database per index generation, `g-<hex>/index.sqlite3`, two tables:
   splits on the spaces only: terms, positions and phrases are Whoosh's. Tags are whole,
   lowercased, as Whoosh's KEYWORD field has them.
 
-Ranking: `bm25()` with `TEXT_FIELDS` as column weights. FTS5 sums the weighted hits of a term
-over the columns and normalises by the whole document's length (BM25 over a weighted document,
-k1 1.2, b 0.75, not Whoosh's BM25F per field), and its idf, ln((N - n + 0.5) / (n + 0.5)),
-gives a term in more than half the documents (next to) nothing. Then as Whoosh: the coverage
-scaling (the idf-weighted share of the plain query terms a document holds), the machine-note
-weight, soft phrases counted, required phrases and field words as an AND that the plain words'
-score is added to, and a proximity bonus for adjacent query terms (an ordered two-term FTS5
-phrase in the body, `PROXIMITY_BOOST` of its bm25).
+Ranking: `bm25()` (k1 1.2, b 0.75) once per column, times the field's weight in `TEXT_FIELDS`,
+summed: each field's hits saturate on their own, as Whoosh's per-field leaves do (`PER_FIELD`).
+Two differences remain: FTS5 normalises by the whole document's length (Whoosh: each field's,
+with title, heading and tags at b 0.3), and its idf, ln((N - n + 0.5) / (n + 0.5)), gives a
+term in more than half the documents (next to) nothing (Whoosh: ln(N / (n + 1)) + 1), so
+scores run about half of Whoosh's. Then as Whoosh: the coverage scaling (the idf-weighted share
+of the plain query terms a document holds), the machine-note weight, soft phrases counted,
+required phrases and field words as an AND that the plain words' score is added to, and a
+proximity bonus for adjacent query terms (an ordered two-term FTS5 phrase in the body,
+`PROXIMITY_BOOST` of its score).
 
 Trust: SQLite does not unpickle, but a database file is still parsed by a C library, so the
 same proof as Whoosh's holds (`manifest.proven`: the generation folder exactly as this
