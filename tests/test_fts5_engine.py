@@ -380,3 +380,45 @@ def test_a_query_never_writes(vault: Path) -> None:
     s = backends.engine_for(_v(vault)).searcher_for(_v(vault))
     with pytest.raises(sqlite3.OperationalError, match=r"readonly|read-only|query_only"):
         s.db.execute("INSERT INTO meta VALUES ('x', 'y')")
+
+
+def _recall_loop(vault: str, rounds: int, out: object) -> None:
+    errors = []
+    for i in range(rounds):
+        try:
+            assert recall(Vault.open(vault), f"lemur {i % 7} stripe").hits
+        except Exception as exc:  # pragma: no cover - reported to the parent
+            errors.append(f"{type(exc).__name__}: {exc}")
+    out.put(errors)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_concurrent_recalls_while_the_database_is_written_never_error(vault: Path) -> None:
+    """Readers (read-only connections) and a refresh writing the same database in place."""
+    import multiprocessing as mp
+    import time
+
+    _use(vault, "fts5")
+    refresh.refresh(_v(vault))
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_recall_loop, args=(str(vault), 25, queue)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + 60
+    n = 0
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+        rel = f"wiki/lemur-{n % 5}.md"
+        if n % 3 == 2:
+            (vault / rel).unlink(missing_ok=True)
+        else:
+            _write(vault, rel, f"# Lemur {n}\n\nlemur {n % 7} sighting {n}\n")
+        n += 1
+        time.sleep(0.01)
+    results = [queue.get(timeout=30) for _ in procs]
+    for p in procs:
+        p.join(timeout=10)
+        assert p.exitcode == 0
+    assert results == [[], [], []]
+    expected = {f"wiki/{p.name}" for p in (vault / "wiki").glob("lemur-*.md")}
+    assert set(_paths(vault, "lemur sighting", limit=50)) == expected
