@@ -18,11 +18,11 @@ summed: each field's hits saturate on their own, as Whoosh's per-field leaves do
 Two differences remain: FTS5 normalises by the whole document's length (Whoosh: each field's,
 with title, heading and tags at b 0.3), and its idf, ln((N - n + 0.5) / (n + 0.5)), gives a
 term in more than half the documents (next to) nothing (Whoosh: ln(N / (n + 1)) + 1), so
-scores run lower: 0.5-1.0x Whoosh's (docs/benchmarks.md). Then as Whoosh: the coverage scaling (the idf-weighted share
-of the plain query terms a document holds), the machine-note weight, soft phrases counted,
-required phrases and field words as an AND that the plain words' score is added to, and a
-proximity bonus for adjacent query terms (an ordered two-term FTS5 phrase in the body,
-`PROXIMITY_BOOST` of its score).
+scores run lower: 0.5-1.0x Whoosh's (docs/benchmarks.md). Then as Whoosh: the coverage
+scaling (the idf-weighted share of the plain query terms a document holds), the machine-note
+weight, soft phrases counted, required phrases and field words as an AND that the plain words'
+score is added to, and a proximity bonus for adjacent query terms (an ordered two-term FTS5
+phrase in the body, `PROXIMITY_BOOST` of its score).
 
 Trust: SQLite does not unpickle, but a database file is still parsed by a C library, so the
 same proof as Whoosh's holds (`manifest.proven`: the generation folder exactly as this
