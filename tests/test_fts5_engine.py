@@ -422,3 +422,18 @@ def test_concurrent_recalls_while_the_database_is_written_never_error(vault: Pat
     assert results == [[], [], []]
     expected = {f"wiki/{p.name}" for p in (vault / "wiki").glob("lemur-*.md")}
     assert set(_paths(vault, "lemur sighting", limit=50)) == expected
+
+
+def test_a_required_phrase_held_by_thousands_of_documents(tmp_path: Path) -> None:
+    """More candidates than fit in one statement (fts5.INLINE_IDS) are checked in Python."""
+    root = tmp_path / "big"
+    (root / "notes").mkdir(parents=True)
+    (root / "vaultmem.toml").write_text('language = "en"\n\n[recall]\nmode = "keyword"\n')
+    n = fts5.INLINE_IDS + 100
+    for i in range(n):
+        extra = " gamma" if i % 2 else ""
+        (root / f"notes/n{i}.md").write_text(f"# Note {i}\n\nalpha beta{extra}\n")
+    _use(root, "fts5")
+    hits = recall(_v(root), 'phrase:"alpha beta" gamma', limit=n).hits
+    assert len(hits) == n
+    assert {h.path for h in hits[: n // 2]} == {f"notes/n{i}.md" for i in range(1, n, 2)}

@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vaultmem.core.errors import ConfigError
 from vaultmem.core.vault import Vault
 from vaultmem.search.engine import (
     COVERAGE_POWER,
@@ -92,6 +93,10 @@ PHRASE_COLUMNS = "{title heading desc body}"
 # the proximity bonus: two query terms next to each other in the body (as engine's
 # PROXIMITY_BOOST, over FTS5's bm25 of the ordered pair). Measured on LoCoMo: docs/benchmarks.md
 PROXIMITY_BOOST = 0.2
+
+# at most this many rowids are written into a query (`rowid IN (...)`); a larger set is
+# checked in Python (SQLite refuses a statement over 1,000,000 bytes)
+INLINE_IDS = 2000
 
 # stored fields (the `docs` columns a hit's fields come from), and those set only when present
 ALWAYS = ("docid", "path", "kind", "title", "heading", "unit")
@@ -164,7 +169,16 @@ def new_generation(vault: Vault, language: str) -> tuple[Index, str]:
     path = folder / DB
     db = sqlite3.connect(path, isolation_level=None)
     try:
-        db.executescript(SCHEMA)
+        try:
+            db.executescript(SCHEMA)
+        except sqlite3.OperationalError as exc:
+            if "fts5" not in str(exc):
+                raise
+            raise ConfigError(
+                f'[recall] engine = "fts5", but this Python\'s SQLite has no FTS5 ({exc})',
+                'set [recall] engine = "whoosh" in vaultmem.toml, or use a Python whose '
+                "sqlite3 has FTS5",
+            ) from exc
         db.executemany(
             "INSERT INTO meta VALUES (?, ?)",
             [("schema", str(FTS_SCHEMA)), ("language", language)],
@@ -449,15 +463,22 @@ class Searcher:
         if where:
             sql += " CROSS JOIN docs AS d ON d.rowid = fts.rowid"  # fts drives: bm25 needs it
         sql += " WHERE fts MATCH ?"
-        if among is not None:
+        inline = among is not None and len(among) <= INLINE_IDS
+        if inline:
             sql += f" AND fts.rowid IN ({', '.join(str(int(r)) for r in among)})"
         if where:
             sql += " AND " + where
         if limit is not None:
             sql += f" ORDER BY 2 DESC LIMIT {int(limit)}"
-        return dict(self.db.execute(sql, [expr, *(args or [])]))
+        found = dict(self.db.execute(sql, [expr, *(args or [])]))
+        if among is not None and not inline:
+            found = {r: s for r, s in found.items() if r in among}
+        return found
 
     def _rowids(self, expr: str, among: Any) -> set[int]:
+        if len(among) > INLINE_IDS:
+            sql = "SELECT rowid FROM fts WHERE fts MATCH ?"
+            return {r for (r,) in self.db.execute(sql, (expr,)) if r in among}
         ids = ", ".join(str(int(r)) for r in among)
         sql = f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({ids})"
         return {r for (r,) in self.db.execute(sql, (expr,))}
