@@ -69,6 +69,58 @@ def load_note() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
 
 
+def write_log(
+    root: Path,
+    n: int,
+    *,
+    types: tuple[str, ...] = ("note",),
+    body: str = "A body line with some detail.\nAnd a second line.",
+    sign: bool = True,
+) -> None:
+    """Append `n` entries straight to the vault's live log, spread over its agents and over
+    2026: real ids, hashes and chains. `sign`: each signed with its agent's key on this
+    machine (VAULTMEM_HOME), so verify passes; otherwise one signature stands in for all, for a
+    log only read (a million entries in seconds). Every fourth entry has `body`."""
+    from vaultmem.core.records import evolve
+    from vaultmem.core.vault import Vault
+    from vaultmem.nexus import entry, signing
+
+    v = Vault.open(root)
+    agents = v.known_agents()
+    signers = {a: signing.signer_for(v, a) for a in agents}
+    assert all(signers.values()), "every agent needs a key on this machine"
+    stand_in = signers[agents[0]].sign("sha256:0")  # type: ignore[union-attr]
+    heads: dict[str, str | None] = dict.fromkeys(agents)
+    seqs = dict.fromkeys(agents, 0)
+    with open(v.live_context, "a", encoding="utf-8") as fh:
+        buf: list[str] = []
+        for i in range(n):
+            agent = agents[i % len(agents)]
+            signer = signers[agent]
+            assert signer is not None
+            seqs[agent] += 1
+            e = entry.Entry(
+                id=entry.entry_id(agent, seqs[agent], "live"),
+                agent=agent,
+                seq=seqs[agent],
+                time=f"2026-{1 + i * 11 // n:02d}-01T00:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
+                channel=("backend", "frontend", "ops")[i % 3],
+                type=types[i % len(types)],
+                summary=f"entry number {i} about the booking service",
+                body="" if i % 4 else body,
+                prev=heads[agent],
+                key=signer.key_id,
+            )
+            digest = e.compute_hash()
+            e = evolve(e, hash=digest, sig=signer.sign(digest) if sign else stand_in)
+            heads[agent] = e.hash
+            buf.append(entry.render(e))
+            if len(buf) >= 5_000:
+                fh.write("".join(buf))
+                buf.clear()
+        fh.write("".join(buf))
+
+
 def per_turn_vault(
     agents: int = 5, entries: int = 2_000, facts: int = 200
 ) -> tuple[Path, dict[str, str]]:
@@ -76,10 +128,8 @@ def per_turn_vault(
     `entries` signed log entries spread over them (real chains, real signatures), and `facts`
     shared memory notes with their MEMORY.md lines."""
     from vaultmem.app.lifecycle.scaffold import init
-    from vaultmem.core.records import evolve
     from vaultmem.core.vault import Vault
     from vaultmem.memory.facts import remember
-    from vaultmem.nexus import entry, signing
 
     base = Path(tempfile.mkdtemp(prefix="vaultmem-bench-turn-"))
     env = dict(os.environ)
@@ -89,34 +139,8 @@ def per_turn_vault(
     root = base / "vault"
     names = [f"agent{i}" for i in range(agents)]
     init(root, agents=names, reviewers=["chiara"])
+    write_log(root, entries, types=("note", "fix", "question"))
     v = Vault.open(root)
-    signers = {a: signing.signer_for(v, a) for a in names}
-    heads: dict[str, str | None] = dict.fromkeys(names)
-    seqs = dict.fromkeys(names, 0)
-    blocks = []
-    for i in range(entries):
-        agent = names[i % agents]
-        signer = signers[agent]
-        assert signer is not None
-        seqs[agent] += 1
-        e = entry.Entry(
-            id=entry.entry_id(agent, seqs[agent], "live"),
-            agent=agent,
-            seq=seqs[agent],
-            time=f"2026-{1 + i * 11 // entries:02d}-01T00:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
-            channel=("backend", "frontend", "ops")[i % 3],
-            type=("note", "fix", "question")[i % 3],
-            summary=f"entry number {i} about the booking service",
-            body="" if i % 4 else "A body line with some detail.\nAnd a second line.",
-            prev=heads[agent],
-            key=signer.key_id,
-        )
-        digest = e.compute_hash()
-        e = evolve(e, hash=digest, sig=signer.sign(digest))
-        heads[agent] = e.hash
-        blocks.append(entry.render(e))
-    with open(v.live_context, "a", encoding="utf-8") as fh:
-        fh.write("".join(blocks))
     for i in range(facts):
         remember(
             v,

@@ -14,49 +14,16 @@ import sys
 import time
 from pathlib import Path
 
-from vaultmem.core.records import evolve
-from vaultmem.nexus import entry, reading
+from vaultmem.nexus import reading
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import median_ms, precompile, scratch_vault, timed
+from _common import median_ms, precompile, scratch_vault, timed, write_log
 
 
 def generate(root: Path, n: int) -> float:
-    from vaultmem.core.vault import Vault
-    from vaultmem.nexus import signing
-
-    v = Vault.open(root)
-    agents = v.known_agents()
-    signer = signing.signer_for(v, agents[0])
-    assert signer is not None
-    sig = signer.sign("sha256:0")
+    """`n` entries into the live log (one signature for all: `log --tail` does not verify)."""
     start = time.perf_counter()
-    heads: dict[str, str | None] = {a: None for a in agents}
-    seqs = dict.fromkeys(agents, 0)
-    with open(v.live_context, "a", encoding="utf-8") as fh:
-        buf = []
-        for i in range(n):
-            agent = agents[i % len(agents)]
-            seqs[agent] += 1
-            e = entry.Entry(
-                id=entry.entry_id(agent, seqs[agent], "live"),
-                agent=agent,
-                seq=seqs[agent],
-                time=f"2026-{1 + i * 11 // n:02d}-01T00:00:{i % 60:02d}.000Z",
-                channel=("backend", "frontend", "ops")[i % 3],
-                type="note",
-                summary=f"entry number {i} about the booking service",
-                body="" if i % 4 else "A body line with some detail.\nAnd a second line.",
-                prev=heads[agent],
-                key=signer.key_id,
-            )
-            e = evolve(e, hash=e.compute_hash(), sig=sig)
-            heads[agent] = e.hash
-            buf.append(entry.render(e))
-            if len(buf) >= 10_000:
-                fh.write("".join(buf))
-                buf.clear()
-        fh.write("".join(buf))
+    write_log(root, n, body="A body line with some detail.\nAnd a second line.", sign=False)
     return time.perf_counter() - start
 
 

@@ -29,12 +29,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_quality import (
-    DEFAULT_DATA,
     TUNED_CONVERSATIONS,
     apply_knobs,
     bm25_baseline,
-    knob_option,
-    mean,
+    common_options,
+    modes_of,
+    print_header,
+    print_row,
+    print_timing,
     run,
 )
 
@@ -95,18 +97,15 @@ def fact_vault(data: Path, work: Path) -> tuple[Path, list[dict[str, object]]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo folder")
-    ap.add_argument("--work", type=Path, default=None, help="where to build the vault (kept)")
-    ap.add_argument("--modes", default="keyword,hybrid", help="comma-separated recall modes")
+    common_options(ap)
     ap.add_argument("--by-category", action="store_true", help="R@10 per question category")
-    knob_option(ap)
     args = ap.parse_args()
     apply_knobs(args.set)
 
     from vaultmem.core.vault import Vault
     from vaultmem.search.query import recall
 
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = modes_of(args.modes)
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -116,7 +115,7 @@ def main() -> None:
         first_half = set(order[:TUNED_CONVERSATIONS])
         notes = sum(1 for _ in (root / "facts").rglob("*.md"))
         print(f"LoCoMo facts: {notes} fact notes, {len(rows)} questions with a gold fact")
-        print(f"{'mode':9} {'set':15} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
+        print_header()
 
         def report(label: str, scores: list[tuple[float, ...]]) -> None:
             halves = {
@@ -134,11 +133,7 @@ def main() -> None:
                         s for s, q in zip(scores, rows, strict=True) if q["category"] == cat
                     ]
             for name, found in halves.items():
-                r1, r5, r10, mrr = mean(found)
-                print(
-                    f"{label:9} {name:15} {len(found):>5} {r1:>6.3f} {r5:>6.3f} {r10:>6.3f} "
-                    f"{mrr:>7.3f}"
-                )
+                print_row(label, name, found)
 
         report("BM25", bm25_baseline(root, rows))
         for mode in modes:
@@ -147,12 +142,7 @@ def main() -> None:
             build = time.perf_counter() - started
             scores, times = run(recall, vault, rows, mode)
             report(mode, scores)
-            times.sort()
-            print(
-                f"{mode:9} first call {build:.1f}s ({first.index.files} notes, "
-                f"{first.index.embedded} embedded); median recall() "
-                f"{times[len(times) // 2] * 1000:.1f} ms"
-            )
+            print_timing(mode, build, first, times)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = (REPO / ".." / "shared" / "data" / "locomo").resolve()
@@ -211,6 +212,36 @@ def run(
     return scores, times
 
 
+def common_options(ap: argparse.ArgumentParser) -> None:
+    """The options every LoCoMo benchmark takes: the data, a kept work folder, modes, knobs."""
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo folder")
+    ap.add_argument("--work", type=Path, default=None, help="where to build the vault (kept)")
+    ap.add_argument("--modes", default="keyword,hybrid", help="comma-separated recall modes")
+    knob_option(ap)
+
+
+def modes_of(text: str) -> list[str]:
+    return [m.strip() for m in text.split(",") if m.strip()]
+
+
+def print_header() -> None:
+    print(f"{'mode':9} {'set':15} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
+
+
+def print_row(label: str, name: str, found: list[tuple[float, ...]]) -> None:
+    r1, r5, r10, mrr = mean(found)
+    print(f"{label:9} {name:15} {len(found):>5} {r1:>6.3f} {r5:>6.3f} {r10:>6.3f} {mrr:>7.3f}")
+
+
+def print_timing(mode: str, build: float, first: Any, times: list[float]) -> None:
+    times = sorted(times)
+    print(
+        f"{mode:9} first call {build:.1f}s ({first.index.files} notes, "
+        f"{first.index.embedded} embedded); median recall() "
+        f"{times[len(times) // 2] * 1000:.1f} ms"
+    )
+
+
 def knob_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--set",
@@ -234,14 +265,11 @@ def apply_knobs(items: list[str]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo folder")
-    ap.add_argument("--work", type=Path, default=None, help="where to build the vault (kept)")
-    ap.add_argument("--modes", default="keyword,hybrid", help="comma-separated recall modes")
+    common_options(ap)
     ap.add_argument("--model", default=None, help="embedding model folder or name")
     ap.add_argument(
         "--engine", default="whoosh", choices=("whoosh", "fts5"), help="[recall] engine"
     )
-    knob_option(ap)
     ap.add_argument("--skip-extra", action="store_true", help="LoCoMo halves only")
     args = ap.parse_args()
     apply_knobs(args.set)
@@ -249,7 +277,7 @@ def main() -> None:
     from vaultmem.core.vault import Vault
     from vaultmem.search.query import recall
 
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = modes_of(args.modes)
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -269,7 +297,7 @@ def main() -> None:
             f"conversations {', '.join(order[:TUNED_CONVERSATIONS])}); no-shared-word: "
             f"{len(paraphrased)} queries; exact: {len(cases)} lookups"
         )
-        print(f"{'mode':9} {'set':15} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
+        print_header()
         base = bm25_baseline(vault_dir, rows)
         floor = {
             "tuned (0-4)": [s for s, q in zip(base, rows, strict=True) if q["conv"] in tuned],
@@ -280,10 +308,7 @@ def main() -> None:
             floor["no-shared-word"] = bm25_baseline(vault_dir, paraphrased)
             floor["exact"] = bm25_baseline(exact_dir, exact_rows)
         for name, found in floor.items():
-            r1, r5, r10, mrr = mean(found)
-            print(
-                f"{'BM25':9} {name:15} {len(found):>5} {r1:>6.3f} {r5:>6.3f} {r10:>6.3f} {mrr:>7.3f}"
-            )
+            print_row("BM25", name, found)
         for mode in modes:
             started = time.perf_counter()
             first = recall(vault, "warm up", limit=1, mode=mode)
@@ -300,17 +325,8 @@ def main() -> None:
                 sets["no-shared-word"] = run(recall, vault, paraphrased, mode)[0]
                 sets["exact"] = run(recall, exact, exact_rows, mode)[0]
             for name, found in sets.items():
-                r1, r5, r10, mrr = mean(found)
-                print(
-                    f"{mode:9} {name:15} {len(found):>5} {r1:>6.3f} {r5:>6.3f} {r10:>6.3f} "
-                    f"{mrr:>7.3f}"
-                )
-            times.sort()
-            print(
-                f"{mode:9} first call {build:.1f}s ({first.index.files} notes, "  # type: ignore[attr-defined]
-                f"{first.index.embedded} embedded); median recall() "  # type: ignore[attr-defined]
-                f"{times[len(times) // 2] * 1000:.1f} ms"
-            )
+                print_row(mode, name, found)
+            print_timing(mode, build, first, times)
 
 
 if __name__ == "__main__":

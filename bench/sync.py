@@ -28,12 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vaultmem.core.records import evolve
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_note, precompile, scratch_vault, timed
-
-from vaultmem.nexus import entry
+from _common import load_note, precompile, scratch_vault, timed, write_log
 
 
 def vm(env: dict[str, str], *args: str, check: bool = True) -> float:
@@ -56,41 +52,7 @@ def git(cwd: Path, *args: str) -> None:
 def big_log(root: Path, env: dict[str, str], n: int) -> None:
     """`n` properly chained and signed entries written straight into the live log."""
     os.environ["VAULTMEM_HOME"] = env["VAULTMEM_HOME"]
-    from vaultmem.core.vault import Vault
-    from vaultmem.nexus import signing
-
-    v = Vault.open(root)
-    agents = v.known_agents()
-    signers = {a: signing.signer_for(v, a) for a in agents}
-    heads: dict[str, str | None] = dict.fromkeys(agents)
-    seqs = dict.fromkeys(agents, 0)
-    with open(v.live_context, "a", encoding="utf-8") as fh:
-        buf = []
-        for i in range(n):
-            agent = agents[i % len(agents)]
-            signer = signers[agent]
-            assert signer is not None
-            seqs[agent] += 1
-            e = entry.Entry(
-                id=entry.entry_id(agent, seqs[agent], "live"),
-                agent=agent,
-                seq=seqs[agent],
-                time=f"2026-{1 + i * 10 // n:02d}-01T00:{(i // 60) % 60:02d}:{i % 60:02d}.000Z",
-                channel=("backend", "frontend", "ops")[i % 3],
-                type="note",
-                summary=f"entry number {i} about the booking service",
-                body="" if i % 4 else "A body line with some detail.",
-                prev=heads[agent],
-                key=signer.key_id,
-            )
-            e = evolve(e, hash=e.compute_hash())
-            e = evolve(e, sig=signer.sign(e.hash))
-            heads[agent] = e.hash
-            buf.append(entry.render(e))
-            if len(buf) >= 5_000:
-                fh.write("".join(buf))
-                buf.clear()
-        fh.write("".join(buf))
+    write_log(root, n, body="A body line with some detail.")
 
 
 def bench_sync(n: int, runs: int, *, rotated: bool) -> None:

@@ -68,10 +68,18 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "read-known-folder",
         "vaultmem/core/vault.py",
-        "if known is not None and all(_is_folder(step) for step in known[1]):",
+        "if known is not None and _first_link(known[1], folders=True) is None:",
         "if known is not None:",
         "a folder resolved before is checked again (still a folder, not a link) on every read",
         ("tests/test_links.py",),
+    ),
+    Mutant(
+        "state-symlink",
+        "vaultmem/core/vault.py",
+        "bad = _first_link(hit[1])",
+        "bad = None",
+        "no folder or file under .vaultmem/ is reached through a symlink",
+        ("tests/test_lock_wait.py",),
     ),
     Mutant(
         "path-absolute",
@@ -381,6 +389,33 @@ MUTANTS: list[Mutant] = [
         '_wait_for(shared, path.with_name(BARRIER), deadline, timeout, "sync", shared=False)',
         "writers share the barrier: two writes under different locks run at once",
         ("tests/test_locking.py",),
+    ),
+    # --- the index manifest's delta: applied only when sealed here and for this base ---------
+    Mutant(
+        "manifest-delta-seal",
+        "vaultmem/search/manifest.py",
+        "raw = seal.read(path)  # absent, unsealed or torn: the base alone, as when none was written",
+        'raw = __import__("json").loads(path.read_bytes())["data"] if path.exists() else None',
+        "a manifest delta this machine did not seal (planted under .vaultmem/) is never applied",
+        ("tests/test_manifest_delta.py",),
+    ),
+    Mutant(
+        "manifest-delta-base",
+        "vaultmem/search/manifest.py",
+        'if not isinstance(raw, dict) or m.base is None or raw.get("base") != m.base.id:',
+        "if not isinstance(raw, dict) or m.base is None:",
+        "a manifest delta written on another base (left by a crash, or put back) is never applied",
+        ("tests/test_manifest_delta.py",),
+    ),
+    # --- recall's visibility: an agent sees shared documents and its own folder -------------
+    Mutant(
+        "recall-empty-filter",
+        "vaultmem/search/engine.py",
+        "if allow is not None and not allow:  # whoosh reads an empty filter as no filter",
+        "if False:",
+        "a filter that matches no document (an agent with nothing visible) shows nothing, not "
+        "every document",
+        ("tests/test_recall.py",),
     ),
     # --- the log's escaping: an agent cannot forge another agent's entry ------------------------
     Mutant(

@@ -4,13 +4,14 @@ real error boundary, and `python -m vaultmem` as a real process."""
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests._proc import vm
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "example-vault"
@@ -58,16 +59,6 @@ def run_proc(
     stdin: str | None = None,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m vaultmem ARGS` as a real process."""
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem", *args],
-        cwd=cwd,
-        env=full_env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """Run `python -m vaultmem ARGS` as a real process (`tests._proc.vm`, this environment
+    plus `env`; no stdin given: end of file, never the terminal)."""
+    return vm(*args, cwd=cwd, env=env, stdin=stdin or "", timeout=timeout)

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import _proc as proc
 from tests._cli import copy_example
 from vaultmem.cli import fast
 
@@ -26,18 +27,11 @@ def vm(
     stdin: str | None = None,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-    full["VAULTMEM_HOME"] = str(home)
-    if not fast_path:
-        full["VAULTMEM_NO_FAST"] = "1"
-    full.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem", *args],
-        env=full,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    """`vaultmem ARGS` with none of this environment's VAULTMEM_ variables, on the start-up
+    fast path or (`fast_path=False`) through typer."""
+    slow = {} if fast_path else {"VAULTMEM_NO_FAST": "1"}
+    return proc.vm(
+        *args, home=home, drop=("VAULTMEM_",), env={**slow, **(env or {})}, stdin=stdin or ""
     )
 
 

@@ -200,6 +200,16 @@ def test_agent_sees_shared_notes_and_its_own_folder(vault: Path) -> None:
     assert len(_paths(vault, "quetzal")) == 3
 
 
+def test_a_filter_nothing_matches_shows_nothing_not_everything(tmp_path: Path) -> None:
+    # whoosh reads an empty set of allowed documents as "no filter": an agent with no notes of
+    # its own, in a vault with nothing shared, must not see another agent's private folder
+    (tmp_path / "vaultmem.toml").write_text('language = "en"\n')
+    _write(tmp_path, "agents/lyra/notes/secret.md", "# Secret\nquetzal plans of lyra\n")
+    assert _paths(tmp_path, "quetzal") == ["agents/lyra/notes/secret.md"]
+    assert _paths(tmp_path, "quetzal", agent="ella") == []  # the same open searcher, reused
+    assert _paths(tmp_path, "quetzal", agent="lyra") == ["agents/lyra/notes/secret.md"]
+
+
 def test_retracted_and_expired_are_hidden_unless_asked(vault: Path) -> None:
     _fact(vault, "memory/old-rule.md", status="retracted", body="The gibbon rule was wrong.")
     _fact(vault, "memory/new-rule.md", body="The gibbon rule now holds.")

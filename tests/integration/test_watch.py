@@ -17,7 +17,7 @@ from typing import IO, Any
 import pytest
 
 from vaultmem.core.vault import Vault
-from vaultmem.search import engine
+from vaultmem.search import engine, manifest
 from vaultmem.search.query import recall
 from vaultmem.search.watch import WatchEvent, relevant, watch
 
@@ -54,8 +54,8 @@ def _wait(
 
 
 def _manifest_files(vault: Path) -> set[str]:
-    raw = json.loads((vault / ".vaultmem" / "index" / "manifest.json").read_text())
-    return set(raw["data"]["files"]["paths"])
+    found = manifest.load_manifest(Vault.open(vault))  # the base and its delta, as read
+    return set(found.files) if found is not None else set()
 
 
 def test_relevant_ignores_state_editor_and_obsidian_files(tmp_path: Path) -> None:

@@ -41,26 +41,25 @@ _READ_FLAGS = (
 )
 
 
-def _no_link(steps: tuple[str, ...]) -> bool:
-    """No step is a symlink (what does not exist yet cannot be one, nor anything under it);
-    False when one is, or cannot be looked at."""
+def _first_link(steps: tuple[str, ...], *, folders: bool = False) -> str | None:
+    """The one step check: the first of `steps` that is a symlink (with `folders`: anything but
+    a folder) or cannot be looked at; None when there is none. One `lstat` per step, every
+    time, so a link planted since the path was parsed is found.
+
+    A step that does not exist ends the walk: nothing under it exists, so nothing on the way
+    can be a link (a writer creates it as a folder). With `folders` (a read's known folders,
+    which must all still be there) a missing step is itself the answer.
+    """
     for step in steps:
         try:
             mode = os.lstat(step).st_mode
         except (FileNotFoundError, NotADirectoryError):
-            return True
+            return step if folders else None
         except OSError:
-            return False
-        if stat.S_ISLNK(mode):
-            return False
-    return True
-
-
-def _is_folder(path: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
+            return step
+        if stat.S_ISLNK(mode) or (folders and not stat.S_ISDIR(mode)):
+            return step
+    return None
 
 
 class LinkOutsideVaultError(PathOutsideVaultError):
@@ -137,13 +136,15 @@ class Vault:
         return self.root.resolve()
 
     @cached_property
-    def _checked(self) -> dict[object, tuple[Path, tuple[str, ...]]]:
-        """Names `path` and `state` validated before -> (the path, the path of every step below
-        the root down to it). Only the parsing is remembered: every call still looks at each
-        step (one `lstat` each), so a link planted since is found. An append asks for seven."""
+    def _checked(self) -> dict[tuple[str, ...], tuple[Path, tuple[str, ...]]]:
+        """The one cache of parsed paths, bounded: ("path", name) for `path`, ("state", *parts)
+        for `state`, ("read", folder) for a folder `open_inside` resolved inside the vault ->
+        (the path, or the folder's real location; the path of every step below the root down
+        to it). Only parsing and resolving are remembered: every call still checks each step
+        with `_first_link`. An append asks for seven; a pack reads 200 facts from one folder."""
         return {}
 
-    def _remember(self, key: object, path: Path, steps: tuple[str, ...]) -> None:
+    def _remember(self, key: tuple[str, ...], path: Path, steps: tuple[str, ...]) -> None:
         if len(self._checked) >= 1024:
             self._checked.clear()
         self._checked[key] = (path, steps)
@@ -151,16 +152,17 @@ class Vault:
     def path(self, rel: str | PurePosixPath) -> Path:
         """Resolve a vault-relative name to a path that is guaranteed to stay inside the vault."""
         text = str(rel)
-        hit = self._checked.get(text)
+        key = ("path", text)
+        hit = self._checked.get(key)
         if hit is None:
             parts = self._plain_parts(text)
             below = [os.fspath(self.root).rstrip(os.sep)]
             for part in parts:
                 below.append(below[-1] + os.sep + part)
             hit = (self.root.joinpath(*parts), tuple(below[1:]))
-            self._remember(text, *hit)
+            self._remember(key, *hit)
         candidate, steps = hit
-        if _no_link(steps):
+        if _first_link(steps) is None:
             # no step below the root is a link: the real location is inside the real root,
             # which is what resolving the whole path (below) would find, without its cost
             return candidate
@@ -208,13 +210,6 @@ class Vault:
         """
         return os.fdopen(self._open_fd(path), "rb")
 
-    @cached_property
-    def _real_dirs(self) -> dict[str, tuple[str, tuple[str, ...]]]:
-        """Folders already resolved inside the vault: name as given -> (real folder, the real
-        folders from below the vault's root down to it). A pack reads 200 fact notes from one
-        folder, and resolving each file's whole path in Python was a third of its reading."""
-        return {}
-
     def _open_fd(self, path: Path | str) -> int:
         """`open_inside`'s check, as a file descriptor. A file in a folder resolved before is
         checked by one `lstat` per folder below the vault's root (each still a folder, not a
@@ -223,9 +218,9 @@ class Vault:
         text = os.fspath(path)
         folder, name = os.path.split(text)
         plain = name not in ("", ".", "..")
-        known = self._real_dirs.get(folder) if plain else None
-        if known is not None and all(_is_folder(step) for step in known[1]):
-            where = known[0] + os.sep + name
+        known = self._checked.get(("read", folder)) if plain else None
+        if known is not None and _first_link(known[1], folders=True) is None:
+            where = os.fspath(known[0]) + os.sep + name
             try:
                 fd = os.open(where, _READ_FLAGS)
             except OSError as exc:
@@ -247,7 +242,7 @@ class Vault:
                 while step != root and len(step) > len(root):
                     chain.append(step)
                     step = step.rpartition(os.sep)[0]
-                self._real_dirs[folder] = (real_folder, tuple(reversed(chain)))
+                self._remember(("read", folder), Path(real_folder), tuple(reversed(chain)))
         except OSError:
             pass
         return self._regular(fd, path, real)
@@ -306,7 +301,8 @@ class Vault:
         symlink (a vault shared through git can carry one that points anywhere). Refused with
         exit 8. Writers open the result with no-follow semantics too (core.fsio, core.locking).
         """
-        hit = self._checked.get(parts)
+        key = ("state", *parts)
+        hit = self._checked.get(key)
         if hit is None:
             for part in parts:
                 if not part or part in (".", "..") or "/" in part or "\\" in part or "\x00" in part:
@@ -318,18 +314,18 @@ class Vault:
             for part in parts:
                 steps.append(steps[-1] + os.sep + part)
             hit = (top.joinpath(*parts), tuple(steps))
-            self._remember(parts, *hit)
-        for step in hit[1]:
-            try:
-                mode = os.lstat(step).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                break  # what does not exist yet cannot be a link; it is created as a folder
-            if stat.S_ISLNK(mode):
+            self._remember(key, *hit)
+        bad = _first_link(hit[1])
+        if bad is not None:
+            if not stat.S_ISLNK(os.lstat(bad).st_mode):  # cannot be looked at: say why
                 raise PathOutsideVaultError(
-                    f"{self.rel_unresolved(Path(step))} is a symlink; vaultmem never reads or "
-                    "writes its state through one",
-                    f"remove the link (rm {step}); vaultmem rebuilds what it needs",
+                    f"{self.rel_unresolved(Path(bad))} changed while it was checked", "try again"
                 )
+            raise PathOutsideVaultError(
+                f"{self.rel_unresolved(Path(bad))} is a symlink; vaultmem never reads or "
+                "writes its state through one",
+                f"remove the link (rm {bad}); vaultmem rebuilds what it needs",
+            )
         return hit[0]
 
     def rel_unresolved(self, path: Path) -> str:

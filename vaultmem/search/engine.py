@@ -538,8 +538,12 @@ class Searcher:
         self.language = vault.config.language
         self.ix, self.searcher = self._open()
         self.analyzer = self.ix.schema["body"].analyzer
-        # filter/mask query -> the documents it matches, for this open index only
-        self._sets: dict[str, frozenset[int]] = {}
+        # filter/mask query -> the documents it matches, for this open index only (a `set`:
+        # whoosh takes one as a ready filter, where a query object is evaluated every search)
+        self._sets: dict[str, set[int]] = {}
+        # docnum -> stored fields: an open index's segments never change, and a long-lived
+        # searcher (MCP, Warm) reads the same candidates' fields query after query
+        self._stored: dict[int, dict[str, Any]] = {}
 
     def _open(self) -> tuple[Any, Any]:
         _whoosh()
@@ -714,7 +718,12 @@ class Searcher:
         main, flt, mask, leaves = self._build(q)
         if main is None or main.__class__.__name__ == "_NullQuery":
             return []
-        results = self.searcher.search(main, limit=limit, filter=flt, mask=mask, terms=True)
+        allow, deny = self._docs(flt), self._docs(mask)
+        if allow is not None and not allow:  # whoosh reads an empty filter as no filter
+            return []
+        results = self.searcher.search(
+            main, limit=limit, filter=allow, mask=deny or None, terms=True
+        )
         plain: dict[str, float] = {}
         for term in self.plain_terms(q.words):
             plain[term] = max(float(self.searcher.idf("body", term)), 0.0)
@@ -722,7 +731,7 @@ class Searcher:
         soft = self._soft(q)
         hits = []
         for r in results:
-            stored = dict(r.fields())
+            stored = dict(self._fields(r.docnum))
             score = float(r.score) * machine_weight(stored)
             contrib: tuple[tuple[str, float], ...] = ()
             matched = {text for _f, text in (r.matched_terms() or ())}
@@ -769,21 +778,34 @@ class Searcher:
                 continue
             if (allow is not None and docnum not in allow) or (deny and docnum in deny):
                 continue
-            stored = self.searcher.stored_fields(docnum)
+            stored = dict(self._fields(docnum))
             held = sum(docnum in docs for docs in soft)
             hits.append(RawHit(score * machine_weight(stored), stored, phrases=held))
         hits.sort(key=lambda h: -h.score)
         return hits
 
-    def _docs(self, query: Any) -> frozenset[int] | None:
+    def _docs(self, query: Any) -> set[int] | None:
+        """The documents a filter or mask query matches, worked out once per open index
+        (at most 64 different ones kept: a server sees few filters, each reused)."""
         if query is None:
             return None
         key = repr(query)
         cached = self._sets.get(key)
         if cached is None:
-            cached = frozenset(query.docs(self.searcher))
+            if len(self._sets) >= 64:
+                self._sets.clear()
+            cached = set(query.docs(self.searcher))
             self._sets[key] = cached
         return cached
+
+    def _fields(self, docnum: int) -> dict[str, Any]:
+        """A document's stored fields, read once per open index (at most 50,000 kept)."""
+        found = self._stored.get(docnum)
+        if found is None:
+            if len(self._stored) >= 50_000:
+                self._stored.clear()
+            found = self._stored[docnum] = self.searcher.stored_fields(docnum)
+        return found
 
     def _explain(self, docnum: int, leaves: list[Any]) -> tuple[tuple[str, float], ...]:
         out = []

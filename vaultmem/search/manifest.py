@@ -7,6 +7,10 @@ Layout under `.vaultmem/index/`:
   in use, the vault language and the schema version. Written atomically *after* the whoosh
   commit, so a crash in between only makes the next refresh redo some files (idempotent:
   every file's documents are deleted by path before they are added again).
+- `manifest.delta.json`: what changed since `manifest.json` was written (the rows of the
+  files that changed or went, and every small table whole), naming the base it applies to.
+  A refresh after an append or one edit writes this, not the 10,000-row base; once it holds a
+  tenth of the files, the base is written again. A delta that names another base is ignored.
 - `g-<hex>/`: one index ("generation"): Whoosh's files (`vaultmem.search.engine`), or one
   SQLite FTS5 database (`vaultmem.search.fts5`), as the manifest's `engine` says.
 - `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
@@ -19,6 +23,10 @@ provenance is proven: `manifest.json`, `problems.json` and `heartbeat.json` are 
 left it after its last commit (every file's name, size, mtime_ns and inode). `proven` compares
 that listing with the folder before whoosh opens anything: a file git wrote, replaced or added
 there fails it, and the folder is deleted and rebuilt from the vault's files, never opened.
+
+Why this module is long: the manifest's tables, the two files they are written to (base and
+delta) and the stat walk compared with them are one format; split, each half would have to
+know the other's layout.
 """
 
 # the walk works on str paths, os.stat and os.path.join: a Path per file costs more than its stat
@@ -58,8 +66,19 @@ PROBLEMS = "problems.json"
 HEARTBEAT = "heartbeat.json"
 
 
+DELTA = "manifest.delta.json"
+
+
 # vaultmem's own sealed files in the index folder (everything else there is a generation)
-OWN_FILES = (MANIFEST, PROBLEMS, HEARTBEAT, vocab.NAMES)
+OWN_FILES = (MANIFEST, DELTA, PROBLEMS, HEARTBEAT, vocab.NAMES)
+
+
+# a delta holds at most this share of the files (and at least DELTA_MIN rows) before the base
+# is written again: loading pays for the delta's rows on every recall
+DELTA_SHARE = 10
+
+
+DELTA_MIN = 64
 
 
 HEARTBEAT_MAX_AGE = 3.0  # seconds: older than this, the watcher is presumed gone
@@ -73,6 +92,16 @@ class FileProblem:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@record
+class Base:
+    """`manifest.json` as written: a delta is what differs from these tables (never edited)."""
+
+    id: str
+    generation: str
+    files: dict[str, tuple[int, int]]
+    sums: dict[str, str]
 
 
 @record(frozen=False)
@@ -90,6 +119,7 @@ class Manifest:
     schema: int = SCHEMA_VERSION
     # every file's content hash: a checkout, a copy or a sync tool that touches every file
     # moves mtimes, not content; equal hashes then cost a read, not a reindex
+    # (set and dropped together with the file's row in `files`: see `dump_delta`)
     sums: dict[str, str] = field(default_factory=dict)
     logs: dict[str, LogMark] = field(default_factory=dict)  # how far each log was indexed
     # the generation folder as this machine's last commit left it: name -> [size, mtime, inode]
@@ -97,6 +127,8 @@ class Manifest:
     # every folder the last full walk went through ("" the root, "wiki/", "wiki/sub/"):
     # [mtime_ns, ctime_ns, inode] when that stamp vouches for the folder's names, else []
     folders: dict[str, list[int]] = field(default_factory=dict)
+    # the base on disk this manifest was read from or last written as (None: write a base)
+    base: Base | None = field(default=None, repr=False, compare=False)
     # the full-text engine that wrote the generation (`[recall] engine`): another one rebuilds
     engine: str = "whoosh"
 
@@ -107,19 +139,44 @@ class Manifest:
         self.sums.pop(rel, None)
         self.logs.pop(rel, None)
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self, base_id: str = "") -> dict[str, Any]:
         paths = sorted(self.files)
         return {
-            "schema": self.schema,
-            "generation": self.generation,
-            "language": self.language,
-            "refreshed_at": self.refreshed_at,
+            **self._small(),
+            "base": base_id,
             "files": {
                 "paths": paths,
                 "sizes": [self.files[p][0] for p in paths],
                 "mtimes": [self.files[p][1] for p in paths],
                 "sums": [self.sums.get(p, "") for p in paths],
             },
+        }
+
+    def dump_delta(self, base: Base) -> dict[str, Any] | None:
+        """What differs from `base`: the changed and removed files' rows, the small tables
+        whole; None when that is too much for a delta (or the generation moved)."""
+        if base.generation != self.generation:
+            return None
+        limit = max(DELTA_MIN, len(self.files) // DELTA_SHARE)
+        # a refresh replaces the row of each file it reindexes, so an unchanged row is the very
+        # object the base holds: one identity test per file, then equality for the few left
+        # (a file's sum is set and dropped with its row, so the rows say where sums moved too)
+        was = base.files
+        moved = {p for p, v in self.files.items() if was.get(p) is not v and was.get(p) != v}
+        added = sum(1 for p in moved if p not in was)
+        gone = len(was) - (len(self.files) - added)  # files = (was and still here) + added
+        removed = was.keys() - self.files.keys() if gone else set()
+        if len(moved) + len(removed) > limit:
+            return None
+        changed = {p: [*self.files[p], self.sums.get(p, "")] for p in sorted(moved)}
+        return {**self._small(), "base": base.id, "changed": changed, "removed": sorted(removed)}
+
+    def _small(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "generation": self.generation,
+            "language": self.language,
+            "refreshed_at": self.refreshed_at,
             "hashes": dict(sorted(self.hashes.items())),
             "problems": {k: [list(x) for x in v] for k, v in sorted(self.problems.items())},
             "logs": {k: v.to_list() for k, v in sorted(self.logs.items())},
@@ -152,13 +209,16 @@ _SETTLED_NS = 2_000_000_000
 
 
 def load_manifest(vault: Vault) -> Manifest | None:
-    """The manifest; None when there is none, or when this machine did not write it.
+    """The manifest (the base with its delta applied); None when there is none, or when this
+    machine did not write it.
 
-    A long-lived process (the MCP server, an agent calling the library) parses the file once:
+    A long-lived process (the MCP server, an agent calling the library) parses the base once:
     while its size, mtime and inode (and this machine's seal key) stay the same, a copy of the
-    manifest read before is returned (the file is replaced, never edited, by `save_manifest`).
+    manifest read before is used (the file is replaced, never edited, by `save_manifest`).
+    The delta is small and read every time.
     """
-    path = index_dir(vault) / MANIFEST
+    folder = index_dir(vault)
+    path = folder / MANIFEST
     try:
         st = path.stat()
     except OSError:
@@ -166,14 +226,44 @@ def load_manifest(vault: Vault) -> Manifest | None:
     key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
     cached = _LOADED.get(str(path))
     if cached is not None and cached[0] == key:
-        CURRENT[str(vault.root)] = cached[1].generation
-        return _copy(cached[1])
-    found = _parse(vault, path)
-    if found is not None and time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
-        _LOADED[str(path)] = (key, _copy(found))
+        found: Manifest | None = _copy(cached[1])
     else:
-        _LOADED.pop(str(path), None)
+        found = _parse(vault, path)
+        if found is not None and time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+            _LOADED[str(path)] = (key, _copy(found))
+        else:
+            _LOADED.pop(str(path), None)
+    if found is None:
+        return None
+    _apply_delta(found, folder / DELTA)
+    CURRENT[str(vault.root)] = found.generation
     return found
+
+
+def _apply_delta(m: Manifest, path: Path) -> None:
+    """`m` (a base just read) brought up to date by the delta, when there is one for it."""
+    raw = seal.read(path)  # absent, unsealed or torn: the base alone, as when none was written
+    if not isinstance(raw, dict) or m.base is None or raw.get("base") != m.base.id:
+        return
+    try:
+        if raw.get("schema") != SCHEMA_VERSION or raw.get("generation") != m.generation:
+            return
+        small = _small_tables(raw)
+        changed = {str(p): (int(a), int(b), str(c)) for p, (a, b, c) in raw["changed"].items()}
+        removed = [str(p) for p in raw["removed"]]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return
+    for p in removed:
+        m.files.pop(p, None)
+        m.sums.pop(p, None)
+    for p, (size, mtime, digest) in changed.items():
+        m.files[p] = (size, mtime)
+        if digest:
+            m.sums[p] = digest
+        else:
+            m.sums.pop(p, None)
+    m.refreshed_at = float(raw["refreshed_at"])
+    m.skipped, m.hashes, m.problems, m.logs, m.listing, m.folders = small
 
 
 def _copy(m: Manifest) -> Manifest:
@@ -191,7 +281,33 @@ def _copy(m: Manifest) -> Manifest:
         logs=dict(m.logs),
         listing=dict(m.listing),
         folders=dict(m.folders),
+        base=m.base,
         engine=m.engine,
+    )
+
+
+Small = tuple[
+    dict[str, tuple[str, str]],
+    dict[str, str],
+    dict[str, list[tuple[str, str]]],
+    dict[str, LogMark],
+    dict[str, list[int]],
+    dict[str, list[int]],
+]
+
+
+def _small_tables(raw: dict[str, Any]) -> Small:
+    """skipped, hashes, problems, logs, listing and folders, as a base or a delta holds them."""
+    return (
+        {k: (str(v[0]), str(v[1])) for k, v in raw.get("skipped", {}).items()},
+        dict(raw.get("hashes", {})),
+        {k: [(str(a), str(b)) for a, b in v] for k, v in raw["problems"].items()},
+        {
+            k: LogMark(int(a), int(b), int(c), str(d))
+            for k, (a, b, c, d) in raw.get("logs", {}).items()
+        },
+        {str(k): [int(x) for x in v] for k, v in raw["listing"].items()},
+        {str(k): [int(x) for x in v] for k, v in raw.get("folders", {}).items()},
     )
 
 
@@ -200,31 +316,28 @@ def _parse(vault: Vault, path: Path) -> Manifest | None:
         raw = seal.read(path, create=True)
         if raw.get("schema") != SCHEMA_VERSION:
             return None
-        CURRENT[str(vault.root)] = str(raw["generation"])
+        paths = raw["files"]["paths"]
+        files = dict(
+            zip(paths, zip(raw["files"]["sizes"], raw["files"]["mtimes"], strict=True), strict=True)
+        )
+        sums = {p: s for p, s in zip(paths, raw["files"]["sums"], strict=True) if s}
+        skipped, hashes, problems, logs, listed, folders = _small_tables(raw)
+        generation = str(raw["generation"])
+        base_id = str(raw.get("base") or "")
         return Manifest(
-            generation=str(raw["generation"]),
+            generation=generation,
             language=str(raw["language"]),
             refreshed_at=float(raw["refreshed_at"]),
-            files=dict(
-                zip(
-                    raw["files"]["paths"],
-                    zip(raw["files"]["sizes"], raw["files"]["mtimes"], strict=True),
-                    strict=True,
-                )
-            ),
-            skipped={k: (str(v[0]), str(v[1])) for k, v in raw.get("skipped", {}).items()},
-            hashes=dict(raw.get("hashes", {})),
-            problems={k: [(str(a), str(b)) for a, b in v] for k, v in raw["problems"].items()},
-            sums={
-                p: s for p, s in zip(raw["files"]["paths"], raw["files"]["sums"], strict=True) if s
-            },
-            logs={
-                k: LogMark(int(a), int(b), int(c), str(d))
-                for k, (a, b, c, d) in raw.get("logs", {}).items()
-            },
-            listing={str(k): [int(x) for x in v] for k, v in raw["listing"].items()},
-            folders={str(k): [int(x) for x in v] for k, v in raw.get("folders", {}).items()},
-            engine=str(raw.get("engine", "whoosh")),
+            files=files,
+            skipped=skipped,
+            hashes=hashes,
+            problems=problems,
+            sums=sums,
+            logs=logs,
+            listing=listed,
+            folders=folders,
+            base=Base(base_id, generation, dict(files), dict(sums)) if base_id else None,
+            engine=str(raw.get("engine", "whoosh")),  # a generation's engine never changes
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
@@ -265,27 +378,47 @@ def record_listing(vault: Vault, manifest: Manifest) -> None:
 
 
 def save_manifest(vault: Vault, manifest: Manifest) -> None:
+    """Write what `manifest` says: as a delta on the base it came from when little changed,
+    else as a new base (the old delta then names a base that is gone, and is ignored)."""
     CURRENT[str(vault.root)] = manifest.generation
     folder = index_dir(vault)
-    data = manifest.dump()
-    sealed = seal.dumps(folder / MANIFEST, data)
+    base = manifest.base
+    delta = manifest.dump_delta(base) if base is not None else None
+    paths_moved = True
+    if delta is not None and base is not None:
+        _seal_and_write(folder / DELTA, delta)
+        paths_moved = bool(delta["removed"]) or any(p not in base.files for p in delta["changed"])
+    else:
+        base_id = os.urandom(6).hex()
+        data = manifest.dump(base_id)
+        _seal_and_write(folder / MANIFEST, data)
+        manifest.base = Base(
+            base_id, manifest.generation, dict(manifest.files), dict(manifest.sums)
+        )
+        with contextlib.suppress(OSError):  # this process need not parse what it just wrote
+            st = (folder / MANIFEST).stat()
+            key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
+            _LOADED[str(folder / MANIFEST)] = (key, _copy(manifest))
+        with contextlib.suppress(FileNotFoundError):  # names the old base: ignored if left
+            (folder / DELTA).unlink()
+    # derived from the manifest and rewritten with it: no fsync (a torn one reads as absent)
+    problems = [p.to_dict() for p in _manifest_problems(manifest)]
+    replace_cache(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
+    # the prompt hook's note-name words, rewritten only when the set of files changed
+    if paths_moved:
+        names = vocab.write(str(folder), sorted(manifest.files))
+        if names is not None:
+            replace_cache(folder / vocab.NAMES, names)
+
+
+def _seal_and_write(path: Path, data: dict[str, Any]) -> None:
+    sealed = seal.dumps(path, data)
     if sealed is None:
         raise NotWritableError(
             f"cannot seal the index manifest: no secret in {seal.home()}",
             "check that VAULTMEM_HOME is writable",
         )
-    atomic_write(folder / MANIFEST, sealed)
-    with contextlib.suppress(OSError):  # this process need not parse what it just wrote
-        st = (folder / MANIFEST).stat()
-        key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
-        _LOADED[str(folder / MANIFEST)] = (key, _copy(manifest))
-    # derived from the manifest and rewritten with it: no fsync (a torn one reads as absent)
-    problems = [p.to_dict() for p in _manifest_problems(manifest)]
-    replace_cache(folder / PROBLEMS, seal.dumps(folder / PROBLEMS, {"problems": problems}) or b"")
-    # the prompt hook's note-name words, rewritten only when the set of files changed
-    names = vocab.write(str(folder), data["files"]["paths"])
-    if names is not None:
-        replace_cache(folder / vocab.NAMES, names)
+    atomic_write(path, sealed)
 
 
 def _manifest_problems(manifest: Manifest) -> list[FileProblem]:
