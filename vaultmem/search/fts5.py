@@ -98,6 +98,9 @@ PROXIMITY_BOOST = 0.2
 # checked in Python (SQLite refuses a statement over 1,000,000 bytes)
 INLINE_IDS = 2000
 
+# stored fields and idfs kept per open searcher, at most this many of each
+CACHE_MAX = 50_000
+
 # stored fields (the `docs` columns a hit's fields come from), and those set only when present
 ALWAYS = ("docid", "path", "kind", "title", "heading", "unit")
 OPTIONAL = ("desc", "tags", "type", "agent", "date", "status", "id", "valid_until")
@@ -107,7 +110,7 @@ _SELECT = ", ".join(f'd."{c}"' for c in STORED)
 SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs (
-    rowid INTEGER PRIMARY KEY,
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a rowid is one document forever
     docid TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, title TEXT NOT NULL,
     heading TEXT NOT NULL, unit TEXT NOT NULL, "desc" TEXT, tags TEXT, type TEXT, agent TEXT,
     date TEXT, status TEXT, id TEXT, valid_until TEXT, line_start INTEGER, line_end INTEGER,
@@ -325,6 +328,9 @@ class Searcher:
         self.db, self.path, self.generation = self._open()
         self.stamp = _stamp(self.path)
         self._count = int(self.db.execute("SELECT count(*) FROM docs").fetchone()[0])
+        # per open database (a refresh's commit changes the file, and searcher_for reopens)
+        self._fields: dict[int, dict[str, Any]] = {}
+        self._idfs: dict[str, float] = {}
 
     def _open(self) -> tuple[sqlite3.Connection, Path, str]:
         last: BaseException | None = None
@@ -483,34 +489,58 @@ class Searcher:
         sql = f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({ids})"
         return {r for (r,) in self.db.execute(sql, (expr,))}
 
-    def _stored(
-        self, rowids: Any, where: str = "", args: list[Any] | None = None
-    ) -> dict[int, dict[str, Any]]:
-        ids = ", ".join(str(int(r)) for r in rowids)
-        sql = f"SELECT d.rowid, {_SELECT} FROM docs AS d WHERE d.rowid IN ({ids})"
-        if where:
-            sql += " AND " + where
-        return {row[0]: _fields(row[1:]) for row in self.db.execute(sql, args or [])}
+    def _stored(self, rowids: Any) -> dict[int, dict[str, Any]]:
+        """Each document's stored fields, kept for this open database (a write reopens it)."""
+        cache = self._fields
+        missing = [r for r in rowids if r not in cache]
+        if missing:
+            if len(cache) > CACHE_MAX:
+                cache.clear()
+            ids = ", ".join(str(int(r)) for r in missing)
+            sql = f"SELECT d.rowid, {_SELECT} FROM docs AS d WHERE d.rowid IN ({ids})"
+            for row in self.db.execute(sql):
+                cache[row[0]] = _fields(row[1:])
+        return {r: cache[r] for r in rowids}
 
     def _idf(self, terms: list[str]) -> dict[str, float]:
         """Whoosh's idf of each term in the body, log(N / (df + 1)) + 1, floored at 0."""
         import math
 
-        df = dict.fromkeys(terms, 0)
-        by_tok = {_tok(t): t for t in terms}
-        marks = ", ".join("?" * len(by_tok))
-        sql = f"SELECT term, doc FROM vocab WHERE col = 'body' AND term IN ({marks})"
-        for tok, n in self.db.execute(sql, list(by_tok)):
-            df[by_tok[tok]] = int(n)
-        n = max(self._count, 1)
-        return {t: max(math.log(n / (d + 1)) + 1.0, 0.0) for t, d in df.items()}
+        known = self._idfs
+        missing = [t for t in terms if t not in known]
+        if missing:
+            df = dict.fromkeys(missing, 0)
+            by_tok = {_tok(t): t for t in missing}
+            marks = ", ".join("?" * len(by_tok))
+            sql = f"SELECT term, doc FROM vocab WHERE col = 'body' AND term IN ({marks})"
+            for tok, n in self.db.execute(sql, list(by_tok)):
+                df[by_tok[tok]] = int(n)
+            n = max(self._count, 1)
+            if len(known) > CACHE_MAX:
+                known.clear()
+            known.update((t, max(math.log(n / (d + 1)) + 1.0, 0.0)) for t, d in df.items())
+        return {t: known[t] for t in terms}
 
     # searching
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Any:
+        """One read transaction: the statements of a search see one commit, never half of a
+        refresh that commits meanwhile (the writer waits for it, milliseconds)."""
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
 
     def search(self, q: Query, *, limit: int, explain: bool = False) -> list[RawHit]:
         """Top documents by bm25(), scaled by how much of the query each one covers."""
         if not self._count:
             return []
+        with self._snapshot():
+            return self._search(q, limit=limit, explain=explain)
+
+    def _search(self, q: Query, *, limit: int, explain: bool) -> list[RawHit]:
         terms = self.plain_terms(q.words)
         unique = list(dict.fromkeys(terms))
         soft = [e for e in (self._phrase(p) for p in q.soft_phrases) if e]
@@ -557,6 +587,10 @@ class Searcher:
         required phrases allow, with their stored fields; the given scores kept, best first."""
         if not scored or not self._count:
             return []
+        with self._snapshot():
+            return self._fetch(q, scored)
+
+    def _fetch(self, q: Query, scored: list[tuple[str, float]]) -> list[RawHit]:
         required = self._required(q)
         if required is None:
             return []
