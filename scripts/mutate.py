@@ -390,6 +390,15 @@ MUTANTS: list[Mutant] = [
         "writers share the barrier: two writes under different locks run at once",
         ("tests/test_locking.py",),
     ),
+    Mutant(
+        "searcher-reuse-deletions",
+        "vaultmem/search/engine.py",
+        "if kept is not None and kept.segment().deleted_count() == segment.deleted_count():",
+        "if kept is not None:",
+        "a kept searcher reuses a segment's reader only while its deletions are unchanged (an "
+        "edited note is never found under its old words)",
+        ("tests/test_recall.py",),
+    ),
     # --- the index manifest's delta: applied only when sealed here and for this base ---------
     Mutant(
         "manifest-delta-seal",

@@ -533,10 +533,13 @@ class Query:
 class Searcher:
     """An open index generation, searched with query objects built directly (no qparser)."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, opened: tuple[Any, Any, str] | None = None) -> None:
         self.vault = vault
         self.language = vault.config.language
-        self.ix, self.searcher = self._open()
+        if opened is None:
+            self.ix, self.searcher = self._open()
+        else:
+            self.ix, self.searcher, self.generation = opened
         self.analyzer = self.ix.schema["body"].analyzer
         # filter/mask query -> the documents it matches, for this open index only (a `set`:
         # whoosh takes one as a ready filter, where a query object is evaluated every search)
@@ -570,6 +573,21 @@ class Searcher:
                 time.sleep(0.02 * (attempt + 1))
         assert last is not None
         raise last
+
+    def renewed(self) -> Searcher | None:
+        """This index as a refresh has since committed it, reopening only the segments that
+        changed (whoosh reuses the others' open files), after the same proof as a first open;
+        None when the generation moved, or it cannot be proven. This searcher is spent."""
+        manifest = load_manifest(self.vault)
+        if manifest is None or manifest.generation != self.generation:
+            return None
+        if not proven(self.vault, manifest):
+            return None
+        fresh = _reopened(self.ix, self.searcher)
+        if fresh is None:
+            return None
+        _open_columns(fresh)
+        return Searcher(self.vault, (self.ix, fresh, self.generation))
 
     def close(self) -> None:
         self.searcher.close()
@@ -822,6 +840,45 @@ class Searcher:
         return tuple(sorted(out, key=lambda x: -x[1]))
 
 
+def _reopened(ix: Any, searcher: Any) -> Any:
+    """A whoosh searcher on the index's latest commit that keeps `searcher`'s open segment
+    readers where a segment is unchanged (same id, same number of deleted documents: deletions
+    only grow) and opens the others; None when whoosh's layout is not the one known here.
+
+    Not whoosh's own `Searcher.refresh()`: whoosh-reloaded's reuse adds the old reader's
+    segments to the new commit's (a merged-away segment came back) and keeps a reused
+    segment's old deletions (an edited note was found under its old words)."""
+    from whoosh.reading import EmptyReader, MultiReader, SegmentReader
+    from whoosh.searching import Searcher as WhooshSearcher
+
+    try:
+        info = ix._read_toc()
+        old = {
+            r.segment().segment_id(): r
+            for r, _offset in searcher.reader().leaf_readers()
+            if isinstance(r, SegmentReader)
+        }
+        readers = []
+        for segment in info.segments:
+            kept = old.get(segment.segment_id())
+            if kept is not None and kept.segment().deleted_count() == segment.deleted_count():
+                del old[segment.segment_id()]
+                readers.append(kept)
+            else:
+                readers.append(SegmentReader(ix.storage, info.schema, segment, info.generation))
+    except (AttributeError, TypeError):
+        return None
+    for unused in old.values():  # merged away or changed: the spent searcher's, not ours
+        with contextlib.suppress(Exception):
+            unused.close()
+    # a MultiReader even for one segment: it carries the new commit's generation, which
+    # `up_to_date` compares (a kept segment reader still has the one it was opened in)
+    reader = (
+        MultiReader(readers, generation=info.generation) if readers else EmptyReader(info.schema)
+    )
+    return WhooshSearcher(reader, weighting=searcher.weighting, fromindex=ix)
+
+
 def _open_columns(searcher: Any) -> None:
     """Open every segment's stored-fields and field-length files now.
 
@@ -862,8 +919,13 @@ def searcher_for(vault: Vault) -> Searcher:
     if cached is not None:
         gen, s = cached
         try:
-            if gen == CURRENT.get(key) and s.searcher.up_to_date():
-                return s
+            if gen == CURRENT.get(key):
+                if s.searcher.up_to_date():
+                    return s
+                renewed = s.renewed()  # a commit since: reopen what changed only
+                if renewed is not None:
+                    _OPEN[key] = (renewed.generation, renewed)
+                    return renewed
         except index_errors():  # the generation was rebuilt away: open the new one
             pass
         forget_searcher(vault)
