@@ -2,6 +2,7 @@
 
     python bench/recall_speed.py [--sizes 10000] [--runs 7] [--work DIR] [--engine fts5]
     python bench/recall_speed.py --sizes 10000 50000 --work /tmp/rs   # 50k: building takes minutes
+    python bench/recall_speed.py --work /tmp/rs --keep-index   # again, without rebuilding
 
 For each size: generates a vault (bench/synth_vault.py, keyword mode), then prints, as CPU time
 (user + sys of the process, from wait4) and as a ratio to F = this venv's `python -c pass`:
@@ -17,8 +18,10 @@ Whole-process rows are paired and interleaved (F, command, F, command, ...): eac
 command's CPU over the F run just before it, and the median of those ratios is printed, so a
 shared machine's changing load cancels out. In-process rows are medians of wall times. The load
 (`os.getloadavg`) is printed with each size. Byte-compiles first and runs the children without
-PYTHONDONTWRITEBYTECODE; VAULTMEM_HOME is a temp folder. `--engine` sets `[recall] engine`
-(whoosh, the default, or fts5) in the vault's config before anything is built.
+PYTHONDONTWRITEBYTECODE; VAULTMEM_HOME is a temp folder, or `--work`'s `home/` (the index is
+sealed with that home's secret: a new home would rebuild it). `--keep-index` skips the build
+row when the vault already has an index (the other rows are unchanged). `--engine` sets
+`[recall] engine` (whoosh, the default, or fts5) in the vault's config before anything is built.
 """
 
 from __future__ import annotations
@@ -113,7 +116,9 @@ def set_engine(vault_dir: Path, name: str) -> None:
     cfg.write_text("\n".join(lines) + f'\nengine = "{name}"\n', encoding="utf-8")
 
 
-def bench_size(size: int, work: Path, runs: int, env: dict[str, str], engine: str) -> None:
+def bench_size(
+    size: int, work: Path, runs: int, env: dict[str, str], engine: str, keep: bool
+) -> None:
     from vaultmem.core.vault import Vault
     from vaultmem.nexus.log import append
     from vaultmem.search.query import recall
@@ -127,7 +132,9 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], engine: st
     set_engine(vault_dir, engine)
     vaultmem = str(Path(sys.executable).parent / "vaultmem")
     f_build, _ = run([sys.executable, "-c", "pass"], env)
-    build_cpu, build_rss = run([vaultmem, "index", "--rebuild", "--vault", str(vault_dir)], env)
+    built = None
+    if not (keep and (vault_dir / ".vaultmem" / "index" / "manifest.json").exists()):
+        built = run([vaultmem, "index", "--rebuild", "--vault", str(vault_dir)], env)
     prepare_hook(vault_dir, env)
     load = "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
@@ -144,12 +151,16 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], engine: st
     c = paired(cold_args, env, runs)
     goal = "goal <= 12x F" if size <= 10000 else "goal <= 20x F, <= 80 MB"
     row("recall cold (CPU)", c["ms"], c["ratio"], f"peak RSS {c['rss']:.0f} MB; {goal}")
-    row(
-        "index build (CPU, one run)",
-        build_cpu * 1000,
-        build_cpu / f_build if f_build else None,
-        f"peak RSS {build_rss:.0f} MB; goal 10k <= 8.1 s, 50k <= 60 s, <= 300 MB",
-    )
+    if built is not None:
+        build_cpu, build_rss = built
+        row(
+            "index build (CPU, one run)",
+            build_cpu * 1000,
+            build_cpu / f_build if f_build else None,
+            f"peak RSS {build_rss:.0f} MB; goal 10k <= 8.1 s, 50k <= 60 s, <= 300 MB",
+        )
+    else:
+        print("  index build: skipped (--keep-index, an index was there)", flush=True)
     print(f"  (F median {c['f_ms']:.1f} ms CPU)", flush=True)
 
     vault = Vault.open(vault_dir)
@@ -205,9 +216,16 @@ def main() -> None:
     ap.add_argument(
         "--engine", default="whoosh", choices=("whoosh", "fts5"), help="[recall] engine"
     )
+    ap.add_argument(
+        "--keep-index", action="store_true", help="with --work: do not rebuild an index there"
+    )
     args = ap.parse_args()
 
-    home = tempfile.mkdtemp(prefix="vaultmem-bench-home-")
+    if args.work is not None:  # the vaults' indexes are sealed with this home's secret
+        home = str(args.work / "home")
+        os.makedirs(home, exist_ok=True)
+    else:
+        home = tempfile.mkdtemp(prefix="vaultmem-bench-home-")
     os.environ["VAULTMEM_HOME"] = home
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.pop("VAULTMEM_VAULT", None)
@@ -225,7 +243,7 @@ def main() -> None:
         work = args.work or Path(tmp)
         for size in args.sizes:
             print(f"{size} notes:", flush=True)
-            bench_size(size, work, args.runs, env, args.engine)
+            bench_size(size, work, args.runs, env, args.engine, args.keep_index)
 
 
 if __name__ == "__main__":

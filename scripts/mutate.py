@@ -390,6 +390,24 @@ MUTANTS: list[Mutant] = [
         "writers share the barrier: two writes under different locks run at once",
         ("tests/test_locking.py",),
     ),
+    # --- the config's kept parse (core/tomlcache.py) ---------------------------------------------
+    Mutant(
+        "config-cache-bytes",
+        "vaultmem/core/tomlcache.py",
+        'if not isinstance(found, dict) or found.get("toml") != _fingerprint(data):',
+        "if not isinstance(found, dict):",
+        "a kept parse of vaultmem.toml is used only for the very bytes it was made from: an edit "
+        "or a pull is read as it is",
+        ("tests/test_config_cache.py",),
+    ),
+    Mutant(
+        "config-cache-link",
+        "vaultmem/core/tomlcache.py",
+        "if not stat.S_ISDIR(os.lstat(where.parent).st_mode) or not _json_only(raw):",
+        "if not _json_only(raw):",
+        "the kept parse is never written through a `.vaultmem` link (outside the vault)",
+        ("tests/test_config_cache.py",),
+    ),
     Mutant(
         "searcher-reuse-deletions",
         "vaultmem/search/engine.py",

@@ -28,6 +28,17 @@ EVERYWHERE = {
     "dataclasses": "value classes are core.records.record: dataclasses costs ~12 ms to import "
     "(with inspect) and ~1 ms a class",
     "inspect": "the same (dataclasses imported it)",
+    "tomllib": "vaultmem.toml's parse is kept for its exact bytes (core/tomlcache.py): ~4 ms",
+    "urllib.parse": "pathlib's as_uri quoting, never called: pathlib is imported without it "
+    "(cli/main.py), ~2 ms with ipaddress",
+    "ipaddress": "the same (urllib.parse imports it)",
+}
+# banned where nothing else needs them (a fact's secrets scan loads hmac, a hook's timeout signal)
+OPENSSL = {"hashlib": "it loads OpenSSL (~2.5 ms): sha256 and blake2b come from core/hashes.py"}
+NO_WAIT = {"signal": "only a lock that has to be waited for sets an alarm (core/locking.py)"}
+BASE64 = {
+    "base64": "keys and signatures go through binascii (core/hashes.py); base64 imports re "
+    "and struct (a fact's secrets scan still loads it: the stdlib secrets module)"
 }
 YAML = {
     "yaml": "frontmatter vaultmem writes is read by notes.simple_mapping, without PyYAML",

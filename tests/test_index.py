@@ -421,9 +421,8 @@ def test_the_manifest_is_parsed_once_per_process_and_never_served_stale(vault: P
     v = _v(vault)
     refresh.refresh(v)
     path = manifest.index_dir(v) / manifest.MANIFEST
-    os.utime(path, ns=(1, 1))  # settled: old enough to be kept
     first = manifest.load_manifest(v)
-    assert first is not None and manifest._LOADED[str(path)][1].files == first.files
+    assert first is not None and manifest._LOADED[str(path)][2].files == first.files
     first.files.clear()  # a caller's edits never reach the next reader
     second = manifest.load_manifest(v)
     assert second is not None and second.files and second is not first
@@ -435,6 +434,34 @@ def test_the_manifest_is_parsed_once_per_process_and_never_served_stale(vault: P
     data = json.loads(path.read_bytes())["data"]
     path.write_text(json.dumps(data), encoding="utf-8")
     assert manifest.load_manifest(v) is None
+
+
+def test_a_manifest_rewritten_with_the_same_stat_is_read_again(vault: Path) -> None:
+    """A rewrite within one mtime tick, of the same size, on the same inode: the stat the
+    cache keeps is the same, the seal at the start of the file is not."""
+    from vaultmem.core import seal
+
+    v = _v(vault)
+    refresh.refresh(v)
+    path = manifest.index_dir(v) / manifest.MANIFEST
+    first = manifest.load_manifest(v)
+    assert first is not None and manifest._LOADED[str(path)][2].files == first.files  # kept
+    st = path.stat()
+    data = json.loads(path.read_bytes())["data"]
+    data["language"] = "xx"  # as long as "en": the same size
+    sealed = seal.dumps(path, data)
+    assert sealed is not None and len(sealed) == st.st_size
+    with open(path, "r+b") as fh:  # in place: the same inode
+        fh.write(sealed)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ino,
+    )
+    again = manifest.load_manifest(v)
+    assert again is not None and again.language == "xx"
 
 
 def test_a_searcher_outlives_a_merge_that_deletes_its_segments(vault: Path) -> None:

@@ -196,8 +196,8 @@ def test_a_signature_replaced_after_the_memo_remembered_it_is_checked_again(vaul
 
 def test_without_a_writable_home_every_signature_is_checked(vault: Path) -> None:
     v = make_keys(vault, "ella")
-    log.append(v, "ella", "x")
     (config.home_dir() / "memo.key").write_bytes(b"short")  # damaged: no memo at all
+    log.append(v, "ella", "x")
     assert verify.verify(v).ok
     assert not v.state("verified", "signatures.txt").exists()
 

@@ -279,3 +279,23 @@ def test_log_rotate_keep_days_refuses_a_bad_value(timeline: tuple[Path, datetime
     assert re.search(r"hint: a duration: 90s, 90m, 2h, 7d, 8w, 1h30m, or a number of days", msg)
     res = run_cli("log", "rotate", "--keep-days", "30", "--vault", str(vault))
     assert res.exit_code == 0 and "nothing older than 30 days" in res.stdout
+
+
+@pytest.mark.real_clock
+def test_an_entry_stamp_from_the_system_clock_is_the_datetime_one() -> None:
+    """Unpinned, `stamp_ms()` formats the system clock without datetime: the same form,
+    the same instant as datetime's to the millisecond."""
+    before = datetime.now(UTC).replace(microsecond=0)
+    made = clock.stamp_ms()
+    after = datetime.now(UTC)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", made)
+    assert before <= datetime.fromisoformat(made.replace("Z", "+00:00")) <= after
+    assert clock.stamp_ms(after) == after.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def test_a_config_duration_is_checked_without_a_timedelta() -> None:
+    assert clock.duration_seconds("1h30m") == 5400
+    assert clock.duration_seconds("never", allow_never=True) is None
+    assert clock.parse_duration("1h30m") == timedelta(seconds=5400)
+    with pytest.raises(UsageError, match="is zero"):
+        clock.duration_seconds("0s")

@@ -10,7 +10,6 @@ path uses this boundary too; typer's own exceptions are recognised only when typ
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import NoReturn
 from vaultmem.cli.io import emit_json
 from vaultmem.core.config import env_debug
 from vaultmem.core.errors import EXIT_UNEXPECTED, EXIT_USAGE, VaultmemError
+from vaultmem.core.patterns import later
 
 
 def split_flags(argv: list[str]) -> tuple[list[str], bool, bool]:
@@ -48,7 +48,7 @@ def fail(code: int, kind: str, message: str, hint: str | None, as_json: bool) ->
     raise SystemExit(code)
 
 
-_OPTION_NAME = re.compile(r"--[a-z][a-z0-9-]*")
+_OPTION_NAME = later(r"--[a-z][a-z0-9-]*")
 
 
 def _dash_hint(exc: Exception) -> str | None:

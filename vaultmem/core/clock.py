@@ -22,20 +22,25 @@ so that tests and benchmarks can pin the clock for a whole process.
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, date, datetime, timedelta
-from typing import Protocol
+import time
+from typing import TYPE_CHECKING, Protocol
 
 from vaultmem.core.errors import UsageError
+from vaultmem.core.patterns import later
 
-STAMP_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
-DURATION_RE = re.compile(r"(?:[0-9]{1,6}[smhdw]){1,5}")
-_DURATION_PART = re.compile(r"([0-9]{1,6})([smhdw])")
+# datetime is imported where a date is made or read, not here: an append needs only its stamp
+# (`stamp_ms`, from the system clock), and `datetime` costs ~1.5 ms to import
+if TYPE_CHECKING:
+    from datetime import date, datetime, timedelta
+
+STAMP_RE = later(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
+DURATION_RE = later(r"(?:[0-9]{1,6}[smhdw]){1,5}")
+_DURATION_PART = later(r"([0-9]{1,6})([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 NEVER = "never"
-DATE_RE = re.compile(r"\d{4}-\d\d-\d\d")
+DATE_RE = later(r"\d{4}-\d\d-\d\d")
 # a date, or a date and a time to the minute or finer, in UTC unless it says otherwise
-_POINT_RE = re.compile(
+_POINT_RE = later(
     r"(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d(?::\d\d(?:\.\d{1,6})?)?))?(Z|[+-]\d\d:\d\d)?"
 )
 DURATION_FORMS = "a duration: 90s, 90m, 2h, 7d, 8w, 1h30m"
@@ -51,6 +56,8 @@ class _Pattern(Protocol):
 
 def now() -> datetime:
     """The current time in UTC (pinned by VAULTMEM_NOW when set)."""
+    from datetime import UTC, datetime
+
     from vaultmem.core.config import env_now
 
     pinned = env_now()
@@ -59,14 +66,27 @@ def now() -> datetime:
 
 def stamp(moment: datetime | None = None) -> str:
     """`2026-11-29T15:20:01Z`: seconds, UTC."""
+    from datetime import UTC
+
     m = (moment or now()).astimezone(UTC)
     return m.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def stamp_ms(moment: datetime | None = None) -> str:
     """`2026-11-29T15:20:01.123Z`: milliseconds, UTC (log entries)."""
+    if moment is None and not _pinned():
+        ms = time.time_ns() // 1_000_000  # what datetime's isoformat gives, without datetime
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+    from datetime import UTC
+
     m = (moment or now()).astimezone(UTC)
     return m.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _pinned() -> bool:
+    from vaultmem.core.config import ENV_NOW, env
+
+    return env(ENV_NOW) is not None
 
 
 def today() -> date:
@@ -75,6 +95,8 @@ def today() -> date:
 
 def parse_time(value: object) -> datetime | None:
     """A stamp, an entry time, a date or a datetime as an aware UTC datetime; None if not one."""
+    from datetime import UTC, date, datetime
+
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, date):
@@ -93,6 +115,8 @@ def parse_time(value: object) -> datetime | None:
 
 def parse_date(value: str, what: str = "--valid-until") -> str:
     """A user-given day (`YYYY-MM-DD`), or UsageError (exit 2)."""
+    from datetime import date
+
     text = value.strip()
     if not DATE_RE.fullmatch(text):
         raise UsageError(f"{what} {value!r} is not a date", "use YYYY-MM-DD")
@@ -106,6 +130,8 @@ def is_past(valid_until: object, day: date | None = None) -> bool:
     """Has a `valid_until` day passed? Empty or unreadable values never expire."""
     if not valid_until:
         return False
+    from datetime import date
+
     try:
         until = date.fromisoformat(str(valid_until).strip().strip("'\"")[:10])
     except ValueError:
@@ -126,6 +152,26 @@ def parse_duration(
 
     UsageError (exit 2) naming `what` and the accepted forms for anything else, and for a zero
     duration unless `allow_zero`. No whitespace is trimmed: a full match, as every grammar."""
+    seconds = duration_seconds(
+        text, what, allow_never=allow_never, bare_days=bare_days, allow_zero=allow_zero
+    )
+    if seconds is None:
+        return None
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
+
+
+def duration_seconds(
+    text: str,
+    what: str = "--ttl",
+    *,
+    allow_never: bool = False,
+    bare_days: bool = False,
+    allow_zero: bool = False,
+) -> int | None:
+    """`parse_duration`'s grammar and checks, as whole seconds (None for `never`): without
+    datetime, for what only checks a duration (the config's)."""
     if allow_never and text == NEVER:
         return None
     if bare_days and text.isdigit() and len(text) <= 6:
@@ -140,7 +186,7 @@ def parse_duration(
     seconds = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
     if seconds <= 0 and not allow_zero:
         raise UsageError(f"{what} {text!r} is zero", "give a positive duration, e.g. 2h")
-    return timedelta(seconds=seconds)
+    return seconds
 
 
 def parse_point(text: str, what: str = "--since", *, ids: _Pattern | None = None) -> datetime | str:
@@ -149,6 +195,8 @@ def parse_point(text: str, what: str = "--since", *, ids: _Pattern | None = None
 
     A date is its midnight (UTC); a duration is that long before now. UsageError (exit 2)
     naming `what` and the accepted forms for anything else (full match: `"ella.1\n"` is none)."""
+    from datetime import UTC, datetime
+
     raw = text
     if ids is not None and ids.fullmatch(raw):
         return raw
@@ -171,6 +219,8 @@ def parse_point(text: str, what: str = "--since", *, ids: _Pattern | None = None
 
 def point_day(text: str, what: str = "--since") -> str:
     """A point for what is dated by day (recall's documents): `YYYY-MM-DD`, UTC."""
+    from datetime import datetime
+
     moment = parse_point(text, what)
     assert isinstance(moment, datetime)
     return moment.date().isoformat()

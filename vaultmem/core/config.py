@@ -261,7 +261,7 @@ def _check_range(rules: Any, where: str, value: Any, path: Path) -> None:
 
 def _check_values(config: Config, path: Path) -> Config:
     """Values that have a grammar or a range, beyond their TOML type."""
-    from vaultmem.core.clock import parse_duration
+    from vaultmem.core.clock import duration_seconds
     from vaultmem.core.errors import UsageError
 
     durations = (
@@ -271,7 +271,7 @@ def _check_values(config: Config, path: Path) -> Config:
     )
     for table, key, value, never in durations:
         try:
-            parse_duration(value, f"[{table}] {key}", allow_never=never)
+            duration_seconds(value, f"[{table}] {key}", allow_never=never)
         except UsageError as exc:
             raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
     return config
@@ -292,16 +292,22 @@ def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(raw))
 
 
-def parse_config(text: str, path: Path) -> Config:
-    """Parse the text of a `vaultmem.toml`; raise ConfigError naming the file on any problem."""
+def _toml(text: str, path: Path) -> dict[str, Any]:
     import tomllib
 
     try:
-        raw = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path}: not valid TOML: {exc}", "fix the file or run vaultmem init"
         ) from exc
+
+
+def parse_config(text: str, path: Path, raw: dict[str, Any] | None = None) -> Config:
+    """Parse the text of a `vaultmem.toml`; raise ConfigError naming the file on any problem.
+    `raw`: the text already parsed as TOML (`load_config`'s cache), checked all the same."""
+    if raw is None:
+        raw = _toml(text, path)
     unknown = sorted(set(raw) - set(Config.FIELDS))
     if unknown:
         raise ConfigError(
@@ -401,7 +407,15 @@ def load_config(path: Path, *, pinned: bool = True) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text", "re-save the file as UTF-8") from exc
-    config = parse_config(text, path)
+    from vaultmem.core import tomlcache  # tomllib's parse of these bytes, made before
+
+    raw = tomlcache.get(path, data)
+    if raw is not None:
+        config = parse_config(text, path, raw)
+    else:
+        raw = _toml(text, path)
+        config = parse_config(text, path, raw)  # only a config that passes its checks is kept
+        tomlcache.put(path, data, raw)
     if not pinned:
         return config
     from vaultmem.core.pins import effective  # this machine's trust pins (one small JSON read)

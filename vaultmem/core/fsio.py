@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 
 from vaultmem.core.errors import DiskFullError, IntegrityError, NotWritableError, VaultmemError
+from vaultmem.core.patterns import later
 
 TEMP_PREFIX = ".vaultmem-tmp-"
 TEMP_MAX_AGE = 60.0  # seconds: a live write's temp file lives for milliseconds
 # exactly the names this module gives its temp files: a person's file never matches
-_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r".+\.[0-9a-f]{8}")
+_TEMP_NAME = later(re.escape(TEMP_PREFIX) + r".+\.[0-9a-f]{8}")
 _swept: dict[str, float] = {}  # folder -> when this process last cleaned it (monotonic)
 # open flag that refuses to follow a symlink in the last component (0 where there is none)
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -40,7 +40,6 @@ HOLDER_WIDTH = 20  # bytes of the pid record at the start of a lock file (space-
 
 if os.name == "posix":
     import fcntl
-    import signal
 
     def _try_lock(fd: int, shared: bool = False) -> bool:
         try:
@@ -67,7 +66,9 @@ if os.name == "posix":
         """SIGALRM can bound the wait: this is the main thread (the only one that runs Python
         signal handlers), the handler in place can be put back (set from Python, or the
         default), and no timer is pending (ours would replace it). Off Linux, also no other
-        thread: only Linux sends a process's SIGALRM to its main thread when that one waits."""
+        thread: only Linux sends a process's SIGALRM to its main thread when that one waits.
+        (`signal` is imported here, as `threading` is: only a wait needs them.)"""
+        import signal
         import threading
 
         if threading.current_thread() is not threading.main_thread():
@@ -86,6 +87,8 @@ if os.name == "posix":
         process holds it), so an alarm that fires just after `flock` returned never leaks the
         lock. The caller's handler is restored; a SIGALRM from elsewhere only means another try.
         """
+        import signal
+
         armed = [True]
 
         def expire(signum: int, frame: object) -> None:

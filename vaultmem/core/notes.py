@@ -30,9 +30,10 @@ from typing import Any
 
 from vaultmem.core.errors import IntegrityError
 from vaultmem.core.fsio import read_text
+from vaultmem.core.patterns import later
 from vaultmem.core.records import field, record
 
-_KEY_LINE = re.compile(
+_KEY_LINE = later(
     r"""^(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#\-?:'"{}\[\],&*!|>%@`][^:#]*?|-[^\s:][^:#]*?)\s*:(?:\s|$)"""
 )
 _CLOSERS = ("---", "...")
@@ -90,7 +91,7 @@ def split_frontmatter(text: str) -> tuple[list[str] | None, str, int]:
 
 
 # the block's boundary lines: `---`, or YAML's `...` to close (CRLF files too)
-_BOUNDARY = re.compile(r"^(?:-{3}|\.{3})[ \t\r]*$", re.MULTILINE)
+_BOUNDARY = later(r"^(?:-{3}|\.{3})[ \t\r]*$", re.MULTILINE)
 
 
 @functools.cache
@@ -107,7 +108,7 @@ def _handler() -> Any:
 # spaces, non-ASCII plain words...) makes `simple_mapping` answer None: PyYAML reads the block.
 # what YAML refuses, escapes or reads as a line break inside quotes
 _QUOTABLE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
-_SIMPLE_SCALAR = re.compile(
+_SIMPLE_SCALAR = later(
     rf'"(?P<dq>[^"\\{_QUOTABLE}]*)"'
     rf"|'(?P<sq>[^'{_QUOTABLE}]*)'"
     r"|(?P<int>0|-?[1-9][0-9]*)"
@@ -116,8 +117,8 @@ _SIMPLE_SCALAR = re.compile(
     r"|(?P<plain>[A-Za-z][A-Za-z0-9._/+-]*(?: [A-Za-z0-9._/+-]+)*)"
     r"|(?P<null>~)|(?P<empty>\[\]|\{\})"
 )
-_SIMPLE_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.+))?")
-_SIMPLE_ITEM = re.compile(r"( *)- (.+)")
+_SIMPLE_KEY = later(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.+))?")
+_SIMPLE_ITEM = later(r"( *)- (.+)")
 # PyYAML's YAML 1.1 words: a plain scalar (or a key) spelled so is no string
 _WORDS: dict[str, Any] = {
     **dict.fromkeys(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
@@ -248,9 +249,7 @@ def require_ok(note: Note, path: Path) -> Note:
 
 # a top-level `key: '2026-11-29T15:20:01Z'` (or a quoted day) as PyYAML writes a string that
 # looks like a timestamp; written plain, YAML and Obsidian read it as a date
-_QUOTED_TIME = re.compile(
-    r"^([^\s#][^:\n]*: )'(\d{4}-\d\d-\d\d(?:T\d\d:\d\d:\d\dZ)?)'$", re.MULTILINE
-)
+_QUOTED_TIME = later(r"^([^\s#][^:\n]*: )'(\d{4}-\d\d-\d\d(?:T\d\d:\d\d:\d\dZ)?)'$", re.MULTILINE)
 
 
 def dump_mapping(meta: dict[str, Any]) -> str:

@@ -23,10 +23,10 @@ PINS_VERSION = 1
 
 def pins_path(root: Path) -> Path:
     """`VAULTMEM_HOME/trust/<digest of the vault root's real path>.json`."""
-    import hashlib
+    from vaultmem.core.hashes import sha256
 
     real = str(root.resolve()).encode("utf-8", "surrogateescape")
-    return home_dir() / "trust" / f"{hashlib.sha256(real).hexdigest()[:32]}.json"
+    return home_dir() / "trust" / f"{sha256(real).hexdigest()[:32]}.json"
 
 
 def security_of(config: Config) -> dict[str, Any]:

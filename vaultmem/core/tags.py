@@ -7,13 +7,13 @@ and dropped. Anything else is refused with a message, never silently dropped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from vaultmem.core.errors import UsageError
+from vaultmem.core.patterns import later
 
 MAX_TAG = 64
-TAG_RE = re.compile(rf"[^\W][\w/-]{{0,{MAX_TAG - 1}}}")
+TAG_RE = later(rf"[^\W][\w/-]{{0,{MAX_TAG - 1}}}")
 
 
 def is_tag(text: str) -> bool:

@@ -21,13 +21,13 @@ This module reads the log and writes only its cache.
 from __future__ import annotations
 
 import contextlib
-import re
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core import seal
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import replace_cache
+from vaultmem.core.patterns import later
 from vaultmem.core.records import evolve, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.entry import (
@@ -42,7 +42,7 @@ from vaultmem.nexus.entry import (
 
 INDEX_VERSION = 2  # 2: each item keeps its entry's hash and signature
 BODY_CHARS = 1200  # body kept per item (the log keeps it whole)
-_PUNCT = re.compile(r"^[\s.!:]+|[\s.!:]+$")
+_PUNCT = later(r"^[\s.!:]+|[\s.!:]+$")
 
 
 def alert_key(summary: str) -> str:

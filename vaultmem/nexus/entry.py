@@ -35,7 +35,6 @@ the canonical form must change together, and splitting them would invite one to 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from enum import StrEnum
@@ -44,7 +43,9 @@ from typing import Any
 
 from vaultmem.core.choices import choose, values
 from vaultmem.core.errors import UsageError, VaultmemError
+from vaultmem.core.hashes import sha256
 from vaultmem.core.names import AGENT_NAME, DEVICE
+from vaultmem.core.patterns import later
 from vaultmem.core.records import field, record
 
 FORMAT_VERSION = 1  # entries without recipients
@@ -86,18 +87,18 @@ SEP = " · "
 
 
 # Grammars are used with fullmatch: a value with a trailing newline is not one of them.
-CHANNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}")
+CHANNEL_RE = later(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,39}")
 
 
 # `ella.12`, `ella.d3` (decision log), and on another machine's chain `ella.k2f7.3`
-ID_RE = re.compile(rf"{AGENT_NAME}(?:\.{DEVICE})?\.d?[0-9]{{1,12}}")
+ID_RE = later(rf"{AGENT_NAME}(?:\.{DEVICE})?\.d?[0-9]{{1,12}}")
 
 
-TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
+TIME_RE = later(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
 
 
 _NAME = AGENT_NAME
-HEADER_RE = re.compile(
+HEADER_RE = later(
     r"^### (?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z) · "
     rf"(?P<agent>{_NAME}) · (?P<channel>\S+) · (?P<type>[a-z][a-z0-9_-]*)"
     rf"(?: → (?P<to>{_NAME}(?:, {_NAME})*))? · "
@@ -105,22 +106,22 @@ HEADER_RE = re.compile(
 )
 
 
-META_RE = re.compile(r"^<!-- vaultmem (?P<json>\{.*\}) -->$")
+META_RE = later(r"^<!-- vaultmem (?P<json>\{.*\}) -->$")
 
 
 HEADER_START = b"\n### "
 
 
-_COMMENT_OPEN = re.compile(r"<(\\*)!--")
+_COMMENT_OPEN = later(r"<(\\*)!--")
 
 
-_COMMENT_OPEN_ESC = re.compile(r"<(\\*)\\!--")
+_COMMENT_OPEN_ESC = later(r"<(\\*)\\!--")
 
 
-_HASH_LINE = re.compile(r"^(\\*)###")
+_HASH_LINE = later(r"^(\\*)###")
 
 
-_HASH_LINE_ESC = re.compile(r"^(\\+)###")
+_HASH_LINE_ESC = later(r"^(\\+)###")
 
 
 CONTRACT_KEYS = ("id", "agent", "seq", "time", "channel", "type", "summary", "body", "acks", "to")
@@ -183,7 +184,7 @@ class Entry:
         return canonical_bytes(canonical_dict(self))
 
     def compute_hash(self) -> str:
-        return "sha256:" + hashlib.sha256(self.canonical()).hexdigest()
+        return "sha256:" + sha256(self.canonical()).hexdigest()
 
 
 @record
@@ -245,7 +246,7 @@ def normalize_body(body: str) -> str:
 
 # C0 and C1 control characters other than newline and tab: they can move a terminal's cursor
 # or hide text, and they never belong in what an agent writes to the vault
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = later(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def strip_controls(text: str) -> str:
@@ -287,7 +288,7 @@ def block_line(entry_id: str) -> str:
     return "^" + block_id(entry_id)
 
 
-_NOT_BLOCK = re.compile(r"[^A-Za-z0-9]+")
+_NOT_BLOCK = later(r"[^A-Za-z0-9]+")
 
 
 def _meta_json(e: Entry) -> str:

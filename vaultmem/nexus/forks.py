@@ -16,18 +16,18 @@ again, and the next `--merge-forks` joins that too).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, Protocol, TypeVar
 
+from vaultmem.core.patterns import later
 from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
 from vaultmem.nexus.entry import MERGE_TYPE
 
 MERGES = "merges"  # extra key: hashes of the other branches' last entries
-_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+_HASH = later(r"sha256:[0-9a-f]{64}")
 
 
 class Linked(Protocol):

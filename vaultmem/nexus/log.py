@@ -11,6 +11,7 @@ the journal, so a sequence number is never reused.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,6 @@ from vaultmem.core.fsio import NOFOLLOW, append_unsynced, ensure_dir
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.records import evolve, record
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import reading
 from vaultmem.nexus.entry import (
     LOGS,
     MERGE_TYPE,
@@ -422,7 +422,27 @@ def append(
         commit.make_durable(commit_file, ticket, files, timeout, what=path.name, fd=state)
     finally:
         os.close(state)
+    if signer is not None:
+        _remember_signature(vault, entry, signer)
     return AppendResult(entry, vault.rel(path), found, tuple(warnings))
+
+
+def _remember_signature(vault: Vault, entry: Entry, signer: Any) -> None:
+    """This machine has just made the entry's signature: the memo of checked signatures
+    (`nexus/memo.py`) says it is good, so the next pack that shows the entry (the agent's own
+    recent entries, on every read) need not load cryptography to check it again. The line is
+    keyed with this machine's secret, as verify's own are; written without fsync: a line lost
+    in a power cut only means one check more."""
+    from vaultmem.core.errors import VaultmemError
+    from vaultmem.core.fsio import append_line
+    from vaultmem.nexus.memo import MEMO, memo_line
+
+    secret = seal.secret(create=False)
+    if secret is None or entry.sig is None:
+        return
+    line = memo_line(secret, entry.hash, entry.key, signer.public_b64(), entry.sig)
+    with contextlib.suppress(VaultmemError, OSError):  # then it is checked when next shown
+        append_line(vault.state(*MEMO), f"{line}\n".encode("ascii"))
 
 
 ANCHOR_HEX = 16  # hex digits of an anchored head's hash (64 bits)
@@ -444,6 +464,8 @@ ACK_WINDOW = 5000  # entries searched back for an acked id (acks are about recen
 
 def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
     """Warnings for acked ids not found among the recent entries (an ack is still written)."""
+    from vaultmem.nexus import reading  # here: only an ack looks back through the log
+
     wanted = set(acks)
     for name in ("decisions",) if all(".d" in a for a in wanted) else LOGS:
         window = ACK_WINDOW if name == "live" else 1 << 30

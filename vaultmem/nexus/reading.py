@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import time as _time
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 
 from vaultmem.core import clock
@@ -140,6 +139,8 @@ def log(
             to=to,
         )
     wanted = DEFAULT_TAIL if tail is None and low is None else tail
+    from datetime import datetime  # here: an append imports this module, and needs no dates
+
     low_time = clock.stamp_ms(low) if isinstance(low, datetime) else None
     high_time = clock.stamp_ms(high) if isinstance(high, datetime) else None
     waiting = isinstance(high, str)  # the --until entry is not reached yet

@@ -12,7 +12,7 @@ from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry
 
 if TYPE_CHECKING:
-    from vaultmem.nexus.verify import SignatureMemo
+    from vaultmem.nexus.memo import SignatureMemo
 
 
 def entry_problem(
@@ -110,7 +110,7 @@ class ShowCheck:
             return self.failed[e.id]
         if e.sig and e.key and self._keys is None:
             from vaultmem.nexus import signing
-            from vaultmem.nexus.verify import SignatureMemo
+            from vaultmem.nexus.memo import SignatureMemo
 
             self._keys = signing.public_keys(self.vault)
             # the memo `verify` keeps; a pack never makes its secret (nothing written to home)

@@ -20,11 +20,9 @@ name the key that signed them. Reading the keys file needs no YAML and no crypto
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import functools
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -33,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.core import clock, config
 from vaultmem.core.errors import IntegrityError, UsageError, VaultmemError
 from vaultmem.core.fsio import atomic_write, create_private
+from vaultmem.core.hashes import b64decode, b64encode, sha256
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.names import AGENT_NAME_RE
 from vaultmem.core.records import record
@@ -100,7 +99,7 @@ class KeyInfo:
 
 
 def key_id_for(public_raw: bytes) -> str:
-    return "k-" + hashlib.sha256(public_raw).hexdigest()[:16]
+    return "k-" + sha256(public_raw).hexdigest()[:16]
 
 
 def keys_home() -> Path:
@@ -189,9 +188,7 @@ def read_key_lines(path: Path, owner: str) -> tuple[list[PublicKey], str | None]
         return [], None
     except OSError as exc:
         return [], f"cannot read: {exc.strerror}"
-    keys = [
-        k for k in _parse_keys(text, owner) if key_id_for(base64.b64decode(k.public)) == k.key_id
-    ]
+    keys = [k for k in _parse_keys(text, owner) if key_id_for(b64decode(k.public)) == k.key_id]
     return keys, problem
 
 
@@ -265,7 +262,7 @@ def register_public_key(
     `device` is the chain the key writes ("" for the agent's first machine); `approval` is the
     line's ` approved-by ...` part, if any."""
     path = keys_file(vault, agent)
-    kid = key_id_for(base64.b64decode(public_b64))
+    kid = key_id_for(b64decode(public_b64))
     where = f" device {device}" if device else ""
     line = f"- `{kid}` ed25519 `{public_b64}` created {created}{where}{approval}\n"
     with exclusive(lock_path(vault, f"keys-{agent}"), vault.config.log.lock_timeout, what="keys"):
@@ -314,7 +311,7 @@ def create_key(vault: Vault, agent: str, *, acting_agent: str | None = None) -> 
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(path.parent, 0o700)
         os.chmod(path.parent.parent, 0o700)
-        if not create_private(path, base64.b64encode(seed) + b"\n"):
+        if not create_private(path, b64encode(seed).encode("ascii") + b"\n"):
             raise FileExistsError(errno.EEXIST, "a key with this id exists", str(path))
     except OSError as exc:
         raise VaultmemError(
@@ -322,7 +319,7 @@ def create_key(vault: Vault, agent: str, *, acting_agent: str | None = None) -> 
             "check that VAULTMEM_HOME is writable",
         ) from exc
     created = clock.stamp()
-    public_b64 = base64.b64encode(public_raw).decode("ascii")
+    public_b64 = b64encode(public_raw)
     existing = agent_keys(vault, agent)
     approval = ""
     device = ""  # the agent's first key writes the plain chain (ella.1, ella.2, ...)
@@ -451,7 +448,7 @@ class Signer:
         if self._key is None:
             try:
                 st = self.path.stat()
-                seed = base64.b64decode(self.path.read_bytes().strip(), validate=True)
+                seed = b64decode(self.path.read_bytes().strip(), validate=True)
             except (OSError, ValueError) as exc:
                 raise IntegrityError(
                     f"cannot read the private key {self.path}",
@@ -474,9 +471,12 @@ class Signer:
     def sign(self, entry_hash: str) -> str:
         return self.sign_raw(SIG_DOMAIN + entry_hash.encode("ascii"))
 
+    def public_b64(self) -> str:  # the public key, as keys.md lists it
+        return b64encode(self._load().public_key().public_bytes_raw())
+
     def sign_raw(self, message: bytes) -> str:
         sig: bytes = self._load().sign(message)
-        return base64.b64encode(sig).decode("ascii")
+        return b64encode(sig)
 
 
 def signer_for(vault: Vault, agent: str) -> Signer | None:
@@ -503,7 +503,7 @@ def _stamp(path: Path) -> tuple[int, ...] | None:  # inode, size, mode, mtime: a
 
 @functools.lru_cache(maxsize=256)
 def _public_key(public_b64: str) -> Any:
-    return _ed25519().Ed25519PublicKey.from_public_bytes(base64.b64decode(public_b64))
+    return _ed25519().Ed25519PublicKey.from_public_bytes(b64decode(public_b64))
 
 
 def verify_signature(public_b64: str, entry_hash: str, sig_b64: str) -> bool:
@@ -514,7 +514,7 @@ def verify_raw(public_b64: str, message: bytes, sig_b64: str) -> bool:
     from cryptography.exceptions import InvalidSignature
 
     try:
-        _public_key(public_b64).verify(base64.b64decode(sig_b64, validate=True), message)
+        _public_key(public_b64).verify(b64decode(sig_b64, validate=True), message)
     except (InvalidSignature, ValueError):
         return False
     return True

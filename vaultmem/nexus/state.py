@@ -6,7 +6,6 @@ section; every other section and whatever a person wrote elsewhere stays byte fo
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +14,19 @@ from vaultmem.core.errors import EntryNotFoundError, IntegrityError, UsageError,
 from vaultmem.core.fsio import append_durable, atomic_write, create_exclusive, read_text
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.patterns import later
 from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import log
 from vaultmem.nexus.entry import Entry, fold_summary, normalize_body, strip_controls
 
 MAX_SECTION = 80
-_FENCE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})")
-_TOP_HEADING = re.compile(r"#{1,2}(?:\s|$)")
-_HEADING = re.compile(r"(#{1,2})[ \t]+(.*?)[ \t]*#*[ \t]*")
-_MARK_OPEN = re.compile(r"<{7}(?:[ \t].*)?")
-_MARK_CLOSE = re.compile(r">{7}(?:[ \t].*)?")
-_MARK_MID = re.compile(r"(?:={7}|\|{7}(?:[ \t].*)?)[ \t]*")
+_FENCE = later(r"[ ]{0,3}(`{3,}|~{3,})")
+_TOP_HEADING = later(r"#{1,2}(?:\s|$)")
+_HEADING = later(r"(#{1,2})[ \t]+(.*?)[ \t]*#*[ \t]*")
+_MARK_OPEN = later(r"<{7}(?:[ \t].*)?")
+_MARK_CLOSE = later(r">{7}(?:[ \t].*)?")
+_MARK_MID = later(r"(?:={7}|\|{7}(?:[ \t].*)?)[ \t]*")
 
 
 @record

@@ -4,14 +4,13 @@ problem (never only the first), and the cheap tail check `status` runs.
 
 from __future__ import annotations
 
-import contextlib
 from collections import defaultdict
 from typing import Any
 
-from vaultmem.core.errors import VaultmemError
 from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, log
+from vaultmem.nexus.memo import SignatureMemo
 from vaultmem.nexus.shown import outside_links
 from vaultmem.nexus.verify_files import (
     FileScan,
@@ -62,62 +61,6 @@ class VerifyReport:
             "checked": self.checked,
             "problems": [p.to_dict() for p in self.problems],
         }
-
-
-class SignatureMemo:
-    """Signatures this machine already checked, so `verify` (and the verify after every sync)
-    checks each signature once, not on every run: on a 100,000-entry log the check is most of
-    the cost. A memo line is a digest of (entry hash, key id, public key, signature) keyed with
-    a secret in VAULTMEM_HOME: a changed entry, another key or another signature is checked
-    afresh, and an agent that can write `.vaultmem/` but not VAULTMEM_HOME (where the private
-    keys are) cannot forge a line. `verify --full` ignores the memo.
-    """
-
-    def __init__(self, vault: Vault, *, use: bool, create: bool = True) -> None:
-        self.path = vault.state("verified", "signatures.txt")
-        from vaultmem.core.device import memo_secret
-
-        self.secret = memo_secret(create=create) if use else None
-        self.use = self.secret is not None
-        self._known: set[str] | None = None  # read on the first check (a memo'd log needs none)
-        self.new: list[str] = []
-
-    @property
-    def known(self) -> set[str]:
-        if self._known is None:
-            self._known = set()
-            if self.use:
-                with contextlib.suppress(OSError, UnicodeDecodeError):
-                    self._known = set(self.path.read_text(encoding="ascii").split())
-        return self._known
-
-    def key(self, e: entry.Entry, public: str) -> str:
-        import hashlib
-
-        raw = f"{e.hash}|{e.key}|{public}|{e.sig}".encode()
-        return hashlib.blake2b(raw, key=self.secret or b"", digest_size=16).hexdigest()
-
-    def check(self, e: entry.Entry, public: str) -> bool:
-        from vaultmem.nexus import signing
-
-        k = self.key(e, public)
-        if k in self.known:
-            return True
-        assert e.sig is not None
-        ok = signing.verify_signature(public, e.hash, e.sig)
-        if ok:
-            self.known.add(k)
-            self.new.append(k)
-        return ok
-
-    def save(self) -> None:
-        if not (self.use and self.new):
-            return
-        from vaultmem.core.fsio import append_durable
-
-        # a memo: a read-only vault still verifies, only slower next time
-        with contextlib.suppress(VaultmemError):
-            append_durable(self.path, ("\n".join(self.new) + "\n").encode("ascii"))
 
 
 @record(frozen=False)

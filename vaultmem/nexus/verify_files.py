@@ -35,7 +35,7 @@ from vaultmem.nexus.forks import MERGES
 from vaultmem.nexus.shown import entry_problem
 
 if TYPE_CHECKING:
-    from vaultmem.nexus.verify import SignatureMemo
+    from vaultmem.nexus.memo import SignatureMemo
 
 FORMAT = 1  # bump when what a record holds, or what the per-file checks check, changes
 

@@ -27,7 +27,6 @@ import importlib.util
 import io
 import json
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -332,6 +331,7 @@ def _from_hub(name: str, progress: ProgressFn | None) -> Found:
             '(the default, [recall] model = "all-MiniLM-L6-v2", comes with the semantic extra)',
         ) from exc
     import hashlib  # here: hashlib loads OpenSSL, and every recall imports this module
+    import shutil  # the same: shutil imports bz2 and lzma
 
     found = _local(folder, repo)  # refuses what vaultmem cannot run, before copying it
     target = models_dir() / _slug(name)

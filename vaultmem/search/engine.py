@@ -135,12 +135,15 @@ QUERY_STOP = frozenset(
 #   email, ssl), the `cached_property` package (whoosh.reading; it imports asyncio) and the
 #   English morphology tables (`whoosh.lang.morph_en`, for the `Variations` query): replaced by
 #   the few names whoosh takes from them (the tables load on Variations' first use);
-# - `html` (whoosh takes `escape`, for highlights) and the double-metaphone tables
+# - `html` (whoosh takes `escape`, for highlights), `shutil` (`copyfileobj`, for compound
+#   files; shutil imports bz2 and lzma) and the double-metaphone tables
 #   (`whoosh.lang.dmetaphone`, for a phonetic filter): functions that import the real module
-#   when first called;
-# - `calendar`, `queue`, `random`, `tempfile` and `whoosh.automata.lev` (whoosh imports them
-#   whole, uses them for dates, multiprocessing writers, temp names and storage, fuzzy terms):
-#   modules that import the real one on their first attribute access (`_Later`).
+#   when first called; `hashlib` (whoosh takes `md5`, for its hash tables: hashlib loads
+#   OpenSSL), the built-in module's md5;
+# - `calendar`, `queue`, `random`, `tempfile`, `whoosh.sorting` and `whoosh.automata.lev`
+#   (whoosh imports them whole, uses them for dates, multiprocessing writers, temp names and
+#   storage, sorted or grouped results, fuzzy terms): modules that import the real one on
+#   their first attribute access (`_Later`).
 #
 # The stand-ins are taken out of `sys.modules` right after, so nothing else in the process ever
 # sees them: a later `import urllib.request` (or calendar, html, ...) gets the real module. The
@@ -177,6 +180,15 @@ def _unused(*_a: object, **_k: object) -> None:
     raise RuntimeError("not available inside vaultmem's whoosh import")
 
 
+def _md5(*args: Any, **kwargs: Any) -> Any:
+    """whoosh's hash tables' md5, from the built-in module (hashlib would load OpenSSL)."""
+    try:
+        from _md5 import md5  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - a build without it
+        from hashlib import md5
+    return md5(*args, **kwargs)
+
+
 # name -> what the stand-in holds: a dict of attributes, or LATER for a `_Later` module
 LATER = None
 STAND_INS: dict[str, dict[str, Any] | None] = {
@@ -187,6 +199,9 @@ STAND_INS: dict[str, dict[str, Any] | None] = {
     "whoosh.lang.dmetaphone": {
         "double_metaphone": _later_function("whoosh.lang.dmetaphone", "double_metaphone")
     },
+    "hashlib": {"md5": _md5},
+    "shutil": {"copyfileobj": _later_function("shutil", "copyfileobj")},
+    "whoosh.sorting": LATER,
     "calendar": LATER,
     "queue": LATER,
     "random": LATER,

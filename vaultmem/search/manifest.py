@@ -199,23 +199,37 @@ def refresh_lock(vault: Vault) -> Path:
     return lock_path(vault, "index")
 
 
-# the last manifest each process read, by file: (its stat and seal key, the manifest)
-_LOADED: dict[str, tuple[tuple[int, int, int, bytes | None], Manifest]] = {}
+# the last base each process read or wrote, by file: (its stat and this machine's seal key, its
+# first bytes: its seal, the base)
+_LOADED: dict[str, tuple[tuple[int, int, int, bytes | None], bytes, Manifest]] = {}
 
 
-# a manifest file younger than this may be rewritten with the same size within one mtime tick
-# (and a freed inode reused): it is parsed again rather than taken from _LOADED
-_SETTLED_NS = 2_000_000_000
+# a sealed file starts with its seal, a MAC of everything after it: the same first bytes are the
+# same base whatever its stat says (a rewrite within one mtime tick, a freed inode reused)
+_HEAD = len(b'{"seal":"') + seal.HEX
+
+
+def _head(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        return os.read(fd, _HEAD)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def load_manifest(vault: Vault) -> Manifest | None:
     """The manifest (the base with its delta applied); None when there is none, or when this
     machine did not write it.
 
-    A long-lived process (the MCP server, an agent calling the library) parses the base once:
-    while its size, mtime and inode (and this machine's seal key) stay the same, a copy of the
-    manifest read before is used (the file is replaced, never edited, by `save_manifest`).
-    The delta is small and read every time.
+    A process parses the base once (a cold recall reads the manifest twice: the freshness
+    check, then the searcher; a long-lived process on every recall): while its size, mtime and
+    inode, this machine's seal key and the base's seal (its first bytes) stay the same, a copy
+    of the base read before is used. The delta is small and read every time.
     """
     folder = index_dir(vault)
     path = folder / MANIFEST
@@ -225,12 +239,12 @@ def load_manifest(vault: Vault) -> Manifest | None:
         return None
     key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
     cached = _LOADED.get(str(path))
-    if cached is not None and cached[0] == key:
-        found: Manifest | None = _copy(cached[1])
+    if cached is not None and cached[0] == key and _head(path) == cached[1]:
+        found: Manifest | None = _copy(cached[2])
     else:
-        found = _parse(vault, path)
-        if found is not None and time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
-            _LOADED[str(path)] = (key, _copy(found))
+        found, head = _parse(vault, path)
+        if found is not None:
+            _LOADED[str(path)] = (key, head, _copy(found))
         else:
             _LOADED.pop(str(path), None)
     if found is None:
@@ -311,11 +325,23 @@ def _small_tables(raw: dict[str, Any]) -> Small:
     )
 
 
-def _parse(vault: Vault, path: Path) -> Manifest | None:
+def _parse(vault: Vault, path: Path) -> tuple[Manifest | None, bytes]:
+    """The base in the file, and the file's first bytes (its seal)."""
+    try:  # os-level: an `io` file object costs several system calls more
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None, b""
+    data = b"".join(chunks)
     try:
-        raw = seal.read(path, create=True)
+        raw = seal.loads(path, data, key=seal.secret(create=True))
         if raw.get("schema") != SCHEMA_VERSION:
-            return None
+            return None, b""
         paths = raw["files"]["paths"]
         files = dict(
             zip(paths, zip(raw["files"]["sizes"], raw["files"]["mtimes"], strict=True), strict=True)
@@ -324,23 +350,26 @@ def _parse(vault: Vault, path: Path) -> Manifest | None:
         skipped, hashes, problems, logs, listed, folders = _small_tables(raw)
         generation = str(raw["generation"])
         base_id = str(raw.get("base") or "")
-        return Manifest(
-            generation=generation,
-            language=str(raw["language"]),
-            refreshed_at=float(raw["refreshed_at"]),
-            files=files,
-            skipped=skipped,
-            hashes=hashes,
-            problems=problems,
-            sums=sums,
-            logs=logs,
-            listing=listed,
-            folders=folders,
-            base=Base(base_id, generation, dict(files), dict(sums)) if base_id else None,
-            engine=str(raw.get("engine", "whoosh")),  # a generation's engine never changes
+        return (
+            Manifest(
+                generation=generation,
+                language=str(raw["language"]),
+                refreshed_at=float(raw["refreshed_at"]),
+                files=files,
+                skipped=skipped,
+                hashes=hashes,
+                problems=problems,
+                sums=sums,
+                logs=logs,
+                listing=listed,
+                folders=folders,
+                base=Base(base_id, generation, dict(files), dict(sums)) if base_id else None,
+                engine=str(raw.get("engine", "whoosh")),  # a generation's engine never changes
+            ),
+            data[:_HEAD],
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
-        return None
+        return None, b""
 
 
 def unsealed(vault: Vault) -> bool:
@@ -391,14 +420,14 @@ def save_manifest(vault: Vault, manifest: Manifest) -> None:
     else:
         base_id = os.urandom(6).hex()
         data = manifest.dump(base_id)
-        _seal_and_write(folder / MANIFEST, data)
+        head = _seal_and_write(folder / MANIFEST, data)[:_HEAD]
         manifest.base = Base(
             base_id, manifest.generation, dict(manifest.files), dict(manifest.sums)
         )
         with contextlib.suppress(OSError):  # this process need not parse what it just wrote
             st = (folder / MANIFEST).stat()
             key = (st.st_size, st.st_mtime_ns, st.st_ino, seal.secret(create=True))
-            _LOADED[str(folder / MANIFEST)] = (key, _copy(manifest))
+            _LOADED[str(folder / MANIFEST)] = (key, head, _copy(manifest))
         with contextlib.suppress(FileNotFoundError):  # names the old base: ignored if left
             (folder / DELTA).unlink()
     # derived from the manifest and rewritten with it: no fsync (a torn one reads as absent)
@@ -411,7 +440,7 @@ def save_manifest(vault: Vault, manifest: Manifest) -> None:
             replace_cache(folder / vocab.NAMES, names)
 
 
-def _seal_and_write(path: Path, data: dict[str, Any]) -> None:
+def _seal_and_write(path: Path, data: dict[str, Any]) -> bytes:
     sealed = seal.dumps(path, data)
     if sealed is None:
         raise NotWritableError(
@@ -419,6 +448,7 @@ def _seal_and_write(path: Path, data: dict[str, Any]) -> None:
             "check that VAULTMEM_HOME is writable",
         )
     atomic_write(path, sealed)
+    return sealed
 
 
 def _manifest_problems(manifest: Manifest) -> list[FileProblem]:
@@ -486,6 +516,11 @@ def walk_folders(vault: Vault, known: Manifest | None = None) -> Walked:
     # says, and each folder replaces its own entries: listed, or stat'ed where they were
     names: dict[str, list[tuple[str, tuple[int, int]]]] = {}
     below: dict[str, list[str]] = {}
+    if trusted and all(trusted.values()) and _stamps_hold(root, trusted):
+        # every folder's names are as the last walk left them: the notes are the manifest's,
+        # and one stat pass from the root says which of them changed in place
+        assert known is not None
+        return _stat_known(root, known.files), skipped, dict(trusted)
     if trusted:
         assert known is not None
         files = dict(known.files)
@@ -548,6 +583,52 @@ def walk_folders(vault: Vault, known: Manifest | None = None) -> Walked:
             for name, _seen in gone:
                 del files[prefix + name]
     return files, skipped, folders
+
+
+def _stamps_hold(root: str, stamps: dict[str, list[int]]) -> bool:
+    """Does every folder still carry its stamp (one open and fstat each, as `_same_names`)?"""
+    for prefix, stamp in stamps.items():
+        folder = os.path.join(root, prefix) if prefix else root
+        try:
+            fd = os.open(folder, _DIR_FLAGS) if _BY_FD else -1
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd) if fd >= 0 else os.stat(folder)
+        except OSError:
+            return False
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if [st.st_mtime_ns, st.st_ctime_ns, st.st_ino] != stamp:
+            return False
+    return True
+
+
+def _stat_known(root: str, known: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """The manifest's notes, each stat'ed again (by its path under the root: every folder on
+    the way was just found holding its names, so no step is a link): what changed in place."""
+    files = dict(known)
+    try:
+        fd = os.open(root, _DIR_FLAGS) if _BY_FD else -1
+    except OSError:
+        fd = -1
+    try:
+        for rel, (size, mtime) in known.items():
+            try:
+                if fd >= 0:
+                    st = os.stat(rel, dir_fd=fd, follow_symlinks=False)
+                else:
+                    st = os.lstat(os.path.join(root, rel))
+            except OSError:  # vanished since: as a listing would say
+                del files[rel]
+                continue
+            if st.st_mtime_ns != mtime or st.st_size != size:
+                files[rel] = (st.st_size, st.st_mtime_ns)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return files
 
 
 def _same_names(

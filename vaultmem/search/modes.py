@@ -19,9 +19,11 @@ MODES = ("keyword", "semantic", "hybrid")
 def resolve_mode(vault: Vault, mode: str | None) -> str:
     """keyword, semantic or hybrid: the option, else `[recall] mode`; "auto" is hybrid when
     the semantic extra is installed, keyword otherwise."""
+    wanted = (mode or vault.config.recall.mode).lower()
+    if wanted == "keyword":
+        return wanted  # without importing the embedding side at all
     from vaultmem.search import embedder
 
-    wanted = (mode or vault.config.recall.mode).lower()
     if wanted == "auto":
         # hybrid once the extra is installed and the model made (`vaultmem index --semantic`
         # makes it): a recall never waits for a download or a distillation by default
@@ -29,8 +31,7 @@ def resolve_mode(vault: Vault, mode: str | None) -> str:
         return "hybrid" if ready else "keyword"
     if wanted not in MODES:
         raise UsageError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}")
-    if wanted != "keyword":
-        embedder.require()
+    embedder.require()
     return wanted
 
 

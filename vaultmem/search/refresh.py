@@ -10,7 +10,6 @@ skipped.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -163,6 +162,8 @@ def _drop_other_generations(vault: Vault, keep: str) -> None:
             if child.name == keep or child.name in OWN_FILES:
                 continue
             if child.is_dir() and not child.is_symlink():
+                import shutil  # here: a rebuild needs it, a recall does not (bz2, lzma)
+
                 shutil.rmtree(child, ignore_errors=True)
             elif child.name.startswith(("g-", "_")) or child.is_symlink():
                 child.unlink(missing_ok=True)

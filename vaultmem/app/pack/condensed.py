@@ -19,6 +19,7 @@ from typing import Any
 
 from vaultmem.app.pack.sections import Item, Section, fence
 from vaultmem.core.errors import PathOutsideVaultError
+from vaultmem.core.patterns import later
 from vaultmem.core.vault import Vault
 from vaultmem.nexus.shown import VERIFY_HINT
 
@@ -30,9 +31,9 @@ GROUP_TYPE = {
     "Where things are": "reference",
     "Other facts": "fact",
 }
-_LINK = re.compile(r"\[\[[^\]|]*\|([^\]]+)\]\]")  # a profile of before: the id as link text
+_LINK = later(r"\[\[[^\]|]*\|([^\]]+)\]\]")  # a profile of before: the id as link text
 # a profile's citation: `[[memory/x|Review days]] `m-1a2b3c4d`` (link text for people, then the id)
-_CITE = re.compile(r"\[\[[^\]|]*\|[^\]]*\]\] `([^`\s]+)`")
+_CITE = later(r"\[\[[^\]|]*\|[^\]]*\]\] `([^`\s]+)`")
 DIGEST_SECTIONS = ("Summary", "Decided", "Open at the end of the period", "Handed over")
 
 

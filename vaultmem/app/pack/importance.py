@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.app.pack.sections import Item, Section, estimate_tokens
 from vaultmem.core.errors import PathOutsideVaultError
 from vaultmem.core.importance import score
+from vaultmem.core.patterns import later
 from vaultmem.core.records import evolve
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ KEEP = ("identity", "inbox")  # sections a budget never drops
 
 # --- what an item is worth ---------------------------------------------------------------------
 
-_QUICK = re.compile(r"^(type|evidence|updated|created)[ \t]*:[ \t]*['\"]?(.*?)['\"]?[ \t]*$", re.M)
+_QUICK = later(r"^(type|evidence|updated|created)[ \t]*:[ \t]*['\"]?(.*?)['\"]?[ \t]*$", re.M)
 
 
 def fact_meta(vault: Vault, path: Path) -> dict[str, str]:

@@ -15,7 +15,6 @@ agent editing `.vaultmem/`) is not read.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,10 @@ from vaultmem.core.errors import EntryNotFoundError
 from vaultmem.core.fsio import append_line
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.names import AGENT_NAME
+from vaultmem.core.patterns import later
 from vaultmem.core.vault import Vault
 
-_ROTATED = re.compile(rf"(?P<agent>{AGENT_NAME})\.(?P<n>[0-9]{{1,9}})\.jsonl")
+_ROTATED = later(rf"(?P<agent>{AGENT_NAME})\.(?P<n>[0-9]{{1,9}})\.jsonl")
 COMMANDS = ("read", "recall", "inbox")
 
 
