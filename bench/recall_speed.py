@@ -1,6 +1,6 @@
 """Recall speed on synthetic vaults: the rows of issue 23's table, at each size asked for.
 
-    python bench/recall_speed.py [--sizes 10000] [--runs 7] [--work DIR]
+    python bench/recall_speed.py [--sizes 10000] [--runs 7] [--work DIR] [--engine fts5]
     python bench/recall_speed.py --sizes 10000 50000 --work /tmp/rs   # 50k: building takes minutes
     python bench/recall_speed.py --work /tmp/rs --keep-index   # again, without rebuilding
 
@@ -20,7 +20,8 @@ shared machine's changing load cancels out. In-process rows are medians of wall 
 (`os.getloadavg`) is printed with each size. Byte-compiles first and runs the children without
 PYTHONDONTWRITEBYTECODE; VAULTMEM_HOME is a temp folder, or `--work`'s `home/` (the index is
 sealed with that home's secret: a new home would rebuild it). `--keep-index` skips the build
-row when the vault already has an index (the other rows are unchanged).
+row when the vault already has an index (the other rows are unchanged). `--engine` sets
+`[recall] engine` (whoosh, the default, or fts5) in the vault's config before anything is built.
 """
 
 from __future__ import annotations
@@ -106,7 +107,18 @@ def prepare_hook(vault_dir: Path, env: dict[str, str]) -> None:
     run(hook, env, json.dumps(payload))
 
 
-def bench_size(size: int, work: Path, runs: int, env: dict[str, str], keep: bool) -> None:
+def set_engine(vault_dir: Path, name: str) -> None:
+    """`[recall] engine = NAME` (the synthetic vault's config ends with its [recall] table)."""
+    cfg = vault_dir / "vaultmem.toml"
+    lines = [
+        ln for ln in cfg.read_text(encoding="utf-8").splitlines() if not ln.startswith("engine")
+    ]
+    cfg.write_text("\n".join(lines) + f'\nengine = "{name}"\n', encoding="utf-8")
+
+
+def bench_size(
+    size: int, work: Path, runs: int, env: dict[str, str], engine: str, keep: bool
+) -> None:
     from vaultmem.core.vault import Vault
     from vaultmem.nexus.log import append
     from vaultmem.search.query import recall
@@ -117,6 +129,7 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], keep: bool
         t0 = time.perf_counter()
         generate(vault_dir, size)
         print(f"  generated {size} notes in {time.perf_counter() - t0:.1f}s", flush=True)
+    set_engine(vault_dir, engine)
     vaultmem = str(Path(sys.executable).parent / "vaultmem")
     f_build, _ = run([sys.executable, "-c", "pass"], env)
     built = None
@@ -129,7 +142,7 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], keep: bool
         r = f"{ratio:6.1f}x F" if ratio is not None else " " * 8
         print(f"  {label:44s} {ms:9.1f} ms  {r}  {extra}", flush=True)
 
-    print(f"  ({load}; F = python -c pass)", flush=True)
+    print(f"  ({load}; F = python -c pass; engine {engine})", flush=True)
     hook_args = [vaultmem, "hook", "prompt", "--vault", str(vault_dir), "--agent", "ella"]
     quiet = json.dumps({"session_id": "bench", "prompt": QUIET_PROMPT})
     h = paired(hook_args, env, runs, quiet)
@@ -173,6 +186,23 @@ def bench_size(size: int, work: Path, runs: int, env: dict[str, str], keep: bool
             assert found.index.refreshed == 1, found.index
         row("Warm.recall() right after an append", statistics.median(times) * 1000, None,
             "goal <= 10 ms")  # fmt: skip
+    from vaultmem.search import refresh
+
+    note = sorted((vault_dir / "wiki").rglob("*.md"))[0]
+    original = note.read_text(encoding="utf-8")
+    refresh.refresh(vault)
+    same = median_ms(lambda: refresh.refresh(vault), runs * 3)
+    row("refresh(), nothing changed (library)", same, None, "(the stat walk)")
+    times = []
+    for i in range(runs):
+        note.write_text(original + f"\nedited {i} kavo lomi\n", encoding="utf-8")
+        t0 = time.perf_counter()
+        fresh = refresh.refresh(vault)
+        times.append(time.perf_counter() - t0)
+        assert fresh.refreshed == 1, fresh
+    row("refresh() after one edited note (library)", statistics.median(times) * 1000, None)
+    note.write_text(original, encoding="utf-8")
+    refresh.refresh(vault)
     index = vault_dir / ".vaultmem" / "index"
     size_mb = sum(p.stat().st_size for p in index.rglob("*") if p.is_file()) / 1e6
     print(f"  index on disk: {size_mb:.1f} MB", flush=True)
@@ -183,6 +213,9 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10000])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--work", type=Path, default=None, help="keep vaults here (reused if present)")
+    ap.add_argument(
+        "--engine", default="whoosh", choices=("whoosh", "fts5"), help="[recall] engine"
+    )
     ap.add_argument(
         "--keep-index", action="store_true", help="with --work: do not rebuild an index there"
     )
@@ -210,7 +243,7 @@ def main() -> None:
         work = args.work or Path(tmp)
         for size in args.sizes:
             print(f"{size} notes:", flush=True)
-            bench_size(size, work, args.runs, env, args.keep_index)
+            bench_size(size, work, args.runs, env, args.engine, args.keep_index)
 
 
 if __name__ == "__main__":

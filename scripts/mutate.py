@@ -462,6 +462,23 @@ MUTANTS: list[Mutant] = [
         "changing it is an edit verify reports",
         ("tests/test_obsidian_links.py",),
     ),
+    # --- the FTS5 engine: a database this machine did not write is never opened ----------------
+    Mutant(
+        "fts5-proven",
+        "vaultmem/search/fts5.py",
+        "                if not proven(self.vault, manifest):",
+        "                if False:",
+        "the FTS5 searcher opens a generation only after proving its folder is this machine's",
+        ("tests/test_fts5_engine.py",),
+    ),
+    Mutant(
+        "fts5-engine-recorded",
+        "vaultmem/search/refresh.py",
+        "        and manifest.engine == backends.name(vault)\n",
+        "",
+        "an index another engine wrote is stale: a switch of [recall] engine rebuilds it",
+        ("tests/test_fts5_engine.py",),
+    ),
 ]
 
 

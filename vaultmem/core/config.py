@@ -58,6 +58,9 @@ class ReadSettings(Section):
 
 
 RECALL_MODES = ("auto", "keyword", "semantic", "hybrid")
+# the full-text engine behind keyword recall: Whoosh (the default), or SQLite FTS5 (optional,
+# standard library; see search/backends.py and docs/benchmarks.md)
+RECALL_ENGINES = ("whoosh", "fts5")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
@@ -68,6 +71,8 @@ class RecallSettings(Section):
     mode: str = setting(default="auto", choices=RECALL_MODES)
     # the embedding model (semantic extra): a name, a hub id or a local folder
     model: str = setting(default=DEFAULT_MODEL, nonempty=True)
+    # the full-text engine; switching rebuilds the index once (the manifest records it)
+    engine: str = setting(default="whoosh", choices=RECALL_ENGINES)
 
 
 class LLMSettings(Section):

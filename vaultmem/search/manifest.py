@@ -11,7 +11,8 @@ Layout under `.vaultmem/index/`:
   files that changed or went, and every small table whole), naming the base it applies to.
   A refresh after an append or one edit writes this, not the 10,000-row base; once it holds a
   tenth of the files, the base is written again. A delta that names another base is ignored.
-- `g-<hex>/`: one whoosh index ("generation"); see `vaultmem.search.engine`.
+- `g-<hex>/`: one index ("generation"): Whoosh's files (`vaultmem.search.engine`), or one
+  SQLite FTS5 database (`vaultmem.search.fts5`), as the manifest's `engine` says.
 - `problems.json`: the files the index could not read cleanly, for `vaultmem status`.
 - `heartbeat.json`: written by `vaultmem watch` while it keeps the index current.
 - `names.json`: the words of the indexed note names, for the prompt hook (`search/vocab.py`).
@@ -128,6 +129,8 @@ class Manifest:
     folders: dict[str, list[int]] = field(default_factory=dict)
     # the base on disk this manifest was read from or last written as (None: write a base)
     base: Base | None = field(default=None, repr=False, compare=False)
+    # the full-text engine that wrote the generation (`[recall] engine`): another one rebuilds
+    engine: str = "whoosh"
 
     def forget(self, rel: str) -> None:
         self.files.pop(rel, None)
@@ -180,6 +183,7 @@ class Manifest:
             "skipped": {k: list(v) for k, v in sorted(self.skipped.items())},
             "listing": self.listing,
             "folders": self.folders,
+            "engine": self.engine,
         }
 
 
@@ -292,6 +296,7 @@ def _copy(m: Manifest) -> Manifest:
         listing=dict(m.listing),
         folders=dict(m.folders),
         base=m.base,
+        engine=m.engine,
     )
 
 
@@ -345,20 +350,24 @@ def _parse(vault: Vault, path: Path) -> tuple[Manifest | None, bytes]:
         skipped, hashes, problems, logs, listed, folders = _small_tables(raw)
         generation = str(raw["generation"])
         base_id = str(raw.get("base") or "")
-        return Manifest(
-            generation=generation,
-            language=str(raw["language"]),
-            refreshed_at=float(raw["refreshed_at"]),
-            files=files,
-            skipped=skipped,
-            hashes=hashes,
-            problems=problems,
-            sums=sums,
-            logs=logs,
-            listing=listed,
-            folders=folders,
-            base=Base(base_id, generation, dict(files), dict(sums)) if base_id else None,
-        ), data[:_HEAD]
+        return (
+            Manifest(
+                generation=generation,
+                language=str(raw["language"]),
+                refreshed_at=float(raw["refreshed_at"]),
+                files=files,
+                skipped=skipped,
+                hashes=hashes,
+                problems=problems,
+                sums=sums,
+                logs=logs,
+                listing=listed,
+                folders=folders,
+                base=Base(base_id, generation, dict(files), dict(sums)) if base_id else None,
+                engine=str(raw.get("engine", "whoosh")),  # a generation's engine never changes
+            ),
+            data[:_HEAD],
+        )
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None, b""
 

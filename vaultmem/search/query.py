@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.core.errors import PathOutsideVaultError, UsageError
 from vaultmem.core.records import evolve, field, record
 from vaultmem.core.vault import Vault
-from vaultmem.search import engine, refresh
+from vaultmem.search import backends, engine, refresh
 from vaultmem.search.documents import read_limit
 from vaultmem.search.filters import RecallFilters, parse_query
 from vaultmem.search.modes import (
@@ -145,7 +145,7 @@ def _fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def _snippet(searcher: engine.Searcher, body: str, wanted: set[str]) -> tuple[str, int]:
+def _snippet(searcher: backends.Searcher, body: str, wanted: set[str]) -> tuple[str, int]:
     """The line(s) of `body` that match the most query terms, terms marked **like this**.
 
     Returns the snippet and the 0-based offset of its first line within the body.
@@ -259,20 +259,19 @@ def recall(
         fresh = _with_warnings(fresh, (*notes, *cut))
 
     def run() -> list[Hit]:
-        return _search(
-            engine.searcher_for(vault), parsed, limit=limit, explain=explain, model=model, mode=used
-        )
+        searcher = backends.engine_for(vault).searcher_for(vault)
+        return _search(searcher, parsed, limit=limit, explain=explain, model=model, mode=used)
 
     try:
         try:
             hits = run()
-        except engine.index_errors():
+        except backends.index_errors(vault):
             # another process may have swapped the generation under us: open it afresh once
-            engine.forget_searcher(vault)
+            backends.forget_searcher(vault)
             hits = run()
-    except engine.index_errors() as exc:
+    except backends.index_errors(vault) as exc:
         # crash mid-commit, truncated files, another whoosh version: the files are the truth
-        engine.forget_searcher(vault)
+        backends.forget_searcher(vault)
         rebuilt = refresh.refresh(vault, wait=None, rebuild=True, model=model)
         fresh = _with_warnings(
             rebuilt,
@@ -352,7 +351,7 @@ def _group_key(h: engine.RawHit) -> str:
     return str(f["docid"] if f.get("kind") in _ENTRY_KINDS else f["path"])
 
 
-def _dense(searcher: engine.Searcher, parsed: engine.Query, model: Model) -> Ranked:
+def _dense(searcher: backends.Searcher, parsed: engine.Query, model: Model) -> Ranked:
     from vaultmem.search import vectors
 
     text = " ".join((*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)))
@@ -392,7 +391,7 @@ def _fuse(keyword: Ranked, dense: Ranked) -> Fused:
 
 
 def _search(
-    searcher: engine.Searcher,
+    searcher: backends.Searcher,
     parsed: engine.Query,
     *,
     limit: int,

@@ -24,6 +24,7 @@ from vaultmem.core.errors import (
 from vaultmem.core.locking import exclusive, release, try_exclusive
 from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
+from vaultmem.search import backends
 from vaultmem.search.documents import (
     Doc,
     Kind,
@@ -32,13 +33,7 @@ from vaultmem.search.documents import (
     read_documents,
     read_log,
 )
-from vaultmem.search.engine import (
-    fields,
-    index_errors,
-    new_generation,
-    open_generation,
-    open_writer,
-)
+from vaultmem.search.engine import fields
 from vaultmem.search.manifest import (
     OWN_FILES,
     Manifest,
@@ -102,7 +97,7 @@ def _apply(
 
     `collect` receives each reindexed file's documents (the embedding store reuses them)."""
     max_bytes = vault.config.recall.max_file_bytes
-    writer = open_writer(ix, bulk=bulk)
+    writer = backends.engine_for(vault).open_writer(ix, bulk=bulk)
     refreshed = removed = 0
     try:
         for rel in plan.removed:
@@ -186,8 +181,10 @@ def _rebuild_locked(
     else:
         current, skipped = walked
     language = vault.config.language
-    ix, generation = new_generation(vault, language)
-    manifest = Manifest(generation, language, time.time(), {}, {}, folders=stamps)
+    ix, generation = backends.engine_for(vault).new_generation(vault, language)
+    manifest = Manifest(
+        generation, language, time.time(), {}, {}, folders=stamps, engine=backends.name(vault)
+    )
     plan = _Plan(sorted(current), [], skipped, current)
     if progress is not None:
         progress(0, len(plan.changed))
@@ -277,6 +274,7 @@ def _usable(manifest: Manifest | None, vault: Vault) -> bool:
     return (
         manifest is not None
         and manifest.language == vault.config.language
+        and manifest.engine == backends.name(vault)
         and proven(vault, manifest)
     )
 
@@ -402,6 +400,10 @@ def _refresh_locked(
     if not rebuild and manifest is not None and manifest.language != vault.config.language:
         warnings = (f"vault language is now {vault.config.language}: index rebuilt",)
         rebuild = True
+    if not rebuild and manifest is not None and manifest.engine != backends.name(vault):
+        warnings = (f"[recall] engine is now {backends.name(vault)}: index rebuilt",)
+        rebuild = True
+    eng = backends.engine_for(vault)
     if not rebuild and manifest is not None and _usable(manifest, vault):
         if walked is None:
             current, skipped, stamps = walk_folders(vault, manifest)
@@ -430,8 +432,8 @@ def _refresh_locked(
             save_manifest(vault, manifest)  # only racy entries settled: nothing to reindex
             return _freshness(manifest, started, synced=synced)
         try:
-            ix = open_generation(vault, manifest)
-        except index_errors() as exc:
+            ix = eng.open_generation(vault, manifest)
+        except eng.index_errors() as exc:
             warnings = (
                 f"index could not be opened ({type(exc).__name__}): rebuilt from the files",
             )
@@ -451,7 +453,7 @@ def _refresh_locked(
                 return _freshness(
                     manifest, started, refreshed=refreshed, removed=removed, synced=synced
                 )
-            except index_errors() as exc:
+            except eng.index_errors() as exc:
                 warnings = (
                     f"index could not be updated ({type(exc).__name__}: {exc}): rebuilt from "
                     "the files",
