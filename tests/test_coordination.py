@@ -354,3 +354,20 @@ def test_the_index_is_rebuilt_when_the_log_changes_under_it(vault: Path) -> None
         mp.setenv("VAULTMEM_NOW", "2099-01-01T00:00:00Z")
         rotate(v, keep_days=1)
     assert [i.id for i in coord.load(v).inbox("nova")] == [h2.id]
+
+
+def test_a_device_id_starting_with_d_is_not_a_decision(vault: Path) -> None:
+    """Device ids are lowercase base32 (`d7zz` among them): a live entry on such a chain is
+    no decision. `resolve` refused the alert `lyra.d7zz.2` as one (found by a test run on a
+    machine whose device id started with d)."""
+    from vaultmem.core.errors import UsageError, VaultmemError
+    from vaultmem.nexus import alerts
+
+    assert [entry.is_decision(i) for i in ("ella.d3", "ella.k2f7.d3")] == [True, True]
+    assert [entry.is_decision(i) for i in ("ella.12", "lyra.d7zz.2")] == [False, False]
+    v = Vault.open(vault)
+    with pytest.raises(UsageError, match="is a decision"):
+        alerts.resolve(v, "ella", "lyra.d7zz.d2")
+    with pytest.raises(VaultmemError) as found:  # no such alert here: not found, no decision
+        alerts.resolve(v, "ella", "lyra.d7zz.2")
+    assert "is a decision" not in found.value.message

@@ -22,7 +22,7 @@ from vaultmem.core.fsio import atomic_write
 from vaultmem.core.records import record
 from vaultmem.core.vault import Vault, validate_name
 from vaultmem.nexus import coord
-from vaultmem.nexus.entry import WANTS_ACK, Entry, EntryType, validate_id
+from vaultmem.nexus.entry import WANTS_ACK, Entry, EntryType, is_decision, validate_id
 
 
 @record
@@ -166,7 +166,7 @@ def resolve(
     else:
         vault.require_agent(author)
     validate_id(target)
-    if ".d" in target:
+    if is_decision(target):
         raise UsageError(f"{target} is a decision", "a decision is replaced with --supersedes")
     item = coord.load(vault).get(target)
     if item is not None and item.resolved is not None:

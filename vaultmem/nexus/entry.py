@@ -554,6 +554,12 @@ def device_of(entry_id_: str) -> str:
     return parts[1] if len(parts) == 3 else ""
 
 
+def is_decision(entry_id_: str) -> bool:
+    """A decision's id (`ella.d3`, `ella.k2f7.d3`): its number, not its device, starts with d
+    (a device id may: `lyra.d7zz.2` is a live entry)."""
+    return entry_id_.rsplit(".", 1)[-1].startswith("d")
+
+
 def author_of(entry_id_: str) -> str:
     return entry_id_.split(".", 1)[0]
 

@@ -31,6 +31,7 @@ from vaultmem.nexus.entry import (
     entry_from_dict,
     entry_id,
     fold_summary,
+    is_decision,
     normalize_body,
     read_file,
     render,
@@ -467,7 +468,7 @@ def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
     from vaultmem.nexus import reading  # here: only an ack looks back through the log
 
     wanted = set(acks)
-    for name in ("decisions",) if all(".d" in a for a in wanted) else LOGS:
+    for name in ("decisions",) if all(is_decision(a) for a in wanted) else LOGS:
         window = ACK_WINDOW if name == "live" else 1 << 30
         for n, e in enumerate(reading.iter_reverse(log_file(vault, name)), 1):
             wanted.discard(e.id)
@@ -475,7 +476,7 @@ def unknown_acks(vault: Vault, acks: tuple[str, ...]) -> list[str]:
                 break
         if not wanted:
             break
-    if wanted and any(".d" not in a for a in wanted):
+    if wanted and any(not is_decision(a) for a in wanted):
         # an open item can be older than the window (a buried handoff): the index knows it
         from vaultmem.nexus import coord
 

@@ -161,10 +161,10 @@ def recent_uses(
 
 
 def _entry_time(vault: Vault, entry_id: str) -> str | None:
-    from vaultmem.nexus.entry import read_file
+    from vaultmem.nexus.entry import is_decision, read_file
     from vaultmem.nexus.reading import iter_reverse
 
-    if ".d" in entry_id:
+    if is_decision(entry_id):
         return next((e.time for e in read_file(vault.decisions).entries if e.id == entry_id), None)
     return next((e.time for e in iter_reverse(vault.live_context) if e.id == entry_id), None)
 
