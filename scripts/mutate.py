@@ -188,16 +188,16 @@ MUTANTS: list[Mutant] = [
     # --- the signature memo: a line stands for one signature this machine checked ------------
     Mutant(
         "memo-unkeyed",
-        "vaultmem/nexus/verify.py",
-        'return hashlib.blake2b(raw, key=self.secret or b"", digest_size=16).hexdigest()',
-        'return hashlib.blake2b(raw, key=b"", digest_size=16).hexdigest()',
+        "vaultmem/nexus/memo.py",
+        "return blake2b(raw, key=secret, digest_size=16).hexdigest()",
+        'return blake2b(raw, key=b"", digest_size=16).hexdigest()',
         "a memo line is keyed with VAULTMEM_HOME's secret: an agent that writes .vaultmem/ "
         "cannot make a forged signature pass",
         ("tests/test_signing.py", "tests/test_verify_forgery.py"),
     ),
     Mutant(
         "memo-any-line",
-        "vaultmem/nexus/verify.py",
+        "vaultmem/nexus/memo.py",
         "        if k in self.known:\n",
         "        if self.known:\n",
         "a signature is taken as checked only when the memo holds its own line",
@@ -205,9 +205,9 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "memo-without-signature",
-        "vaultmem/nexus/verify.py",
-        'raw = f"{e.hash}|{e.key}|{public}|{e.sig}".encode()',
-        'raw = f"{e.hash}|{e.key}|{public}".encode()',
+        "vaultmem/nexus/memo.py",
+        'raw = f"{entry_hash}|{key_id}|{public}|{sig}".encode()',
+        'raw = f"{entry_hash}|{key_id}|{public}".encode()',
         "a memo line covers the signature: another signature on the same entry is checked afresh",
         ("tests/test_signing.py", "tests/test_verify_forgery.py"),
     ),

@@ -20,7 +20,7 @@ import pytest
 
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import STATE_DIR, Vault
-from vaultmem.search import manifest, refresh
+from vaultmem.search import manifest, refresh, walk
 from vaultmem.search.query import recall
 
 AGED = 100  # seconds: how far into the past `_settle` moves every folder and note
@@ -81,7 +81,7 @@ def _same_as_a_full_listing(vault: Path) -> None:
     v = _v(vault)
     known = manifest.load_manifest(v)
     assert known is not None
-    assert manifest.walk_folders(v, known)[:2] == manifest.walk_folders(v)[:2]
+    assert walk.walk_folders(v, known)[:2] == walk.walk_folders(v)[:2]
 
 
 def test_an_unchanged_vault_is_checked_without_listing_a_folder(
@@ -89,7 +89,7 @@ def test_an_unchanged_vault_is_checked_without_listing_a_folder(
 ) -> None:
     known = _settle(vault)
     listed.clear()
-    files, _skipped, folders = manifest.walk_folders(_v(vault), known)
+    files, _skipped, folders = walk.walk_folders(_v(vault), known)
     assert listed == []
     assert files == known.files and folders == known.folders
     fresh = refresh.refresh(_v(vault))
@@ -188,12 +188,12 @@ def test_no_shortcut_where_folder_mtimes_are_not_kept(vault: Path, listed: list[
     st = (vault / "wiki").stat()
     known.folders["wiki/"] = [st.st_mtime_ns, st.st_ctime_ns, st.st_ino]  # the lie
     manifest.save_manifest(v, known)
-    assert "wiki/unseen.md" not in manifest.walk_folders(v, known)[0]  # believed: can fail
+    assert "wiki/unseen.md" not in walk.walk_folders(v, known)[0]  # believed: can fail
     index = manifest.index_dir(v)
     then = (index / manifest.MANIFEST).stat().st_mtime_ns - 10_000_000_000
     os.utime(index, ns=(then, then))  # as such a file system leaves it
     listed.clear()
-    assert "wiki/unseen.md" in manifest.walk_folders(v, known)[0]
+    assert "wiki/unseen.md" in walk.walk_folders(v, known)[0]
     assert len(listed) == len(known.folders)  # every folder listed
 
 
@@ -252,4 +252,4 @@ def test_the_walk_with_stamps_equals_a_full_listing(vault: Path, tmp_path: Path)
         assert not fresh.stale and not fresh.rebuilt, (step, op, fresh)
         known = manifest.load_manifest(_v(vault))
         assert known is not None
-        assert known.files == manifest.walk(_v(vault))[0], (step, op)
+        assert known.files == walk.walk(_v(vault))[0], (step, op)

@@ -12,7 +12,7 @@ import pytest
 
 from tests._cli import run_cli
 from vaultmem.core.vault import Vault
-from vaultmem.search import documents, engine, manifest, refresh
+from vaultmem.search import documents, engine, manifest, refresh, walk
 from vaultmem.search.query import recall
 
 
@@ -176,7 +176,7 @@ def test_refresh_handles_a_file_that_vanishes_after_the_walk(vault: Path) -> Non
     v = _v(vault)
     refresh.refresh(v)
     _write(vault, "wiki/ghost.md", "# Ghost\nspectral\n")
-    current, skipped = manifest.walk(v)
+    current, skipped = walk.walk(v)
     (vault / "wiki" / "ghost.md").unlink()
     loaded = manifest.load_manifest(v)
     assert loaded is not None
@@ -237,8 +237,8 @@ def test_symlinks_never_lead_out_of_the_vault(vault: Path, tmp_path: Path) -> No
     assert problems["wiki/link.md"] == "symlink-outside"
     assert problems["wiki/linkdir"] == "symlink-outside"
     # a link inside the vault is not indexed: its target is, under its own path and owner
-    assert "wiki/inside-link.md" not in manifest.walk(_v(vault))[0]
-    assert "wiki/Glossary.md" in manifest.walk(_v(vault))[0]
+    assert "wiki/inside-link.md" not in walk.walk(_v(vault))[0]
+    assert "wiki/Glossary.md" in walk.walk(_v(vault))[0]
 
 
 # --- a broken index is rebuilt ------------------------------------------------------------

@@ -1,6 +1,6 @@
 """What changed since the index was written: the walk's answer against the manifest.
 
-`plan` compares a walk (`manifest.walk_folders`, or `walk_changed` for what a watcher saw)
+`plan` compares a walk (`walk.walk_folders`, or `walk_changed` for what a watcher saw)
 with the manifest and says which files to reindex, which to drop, and which racy entries may
 be trusted again; `refresh` applies it. `restamp` records new folder stamps when nothing needs
 reindexing.

@@ -45,8 +45,6 @@ from vaultmem.search.manifest import (
     refresh_lock,
     save_manifest,
     unsealed,
-    walk_changed,
-    walk_folders,
 )
 from vaultmem.search.manifest import clear_heartbeat as clear_heartbeat  # for `watch`
 from vaultmem.search.manifest import write_heartbeat as write_heartbeat
@@ -54,6 +52,7 @@ from vaultmem.search.plan import RACY_NS
 from vaultmem.search.plan import Plan as _Plan
 from vaultmem.search.plan import plan as _plan
 from vaultmem.search.plan import restamp as _restamp
+from vaultmem.search.walk import walk_changed, walk_folders
 
 if TYPE_CHECKING:
     from vaultmem.search.embedder import Model

@@ -24,7 +24,7 @@ from vaultmem.core.errors import LockTimeoutError
 from vaultmem.core.fsio import ensure_dir
 from vaultmem.core.records import record
 from vaultmem.core.vault import STATE_DIR, Vault
-from vaultmem.search import manifest, refresh
+from vaultmem.search import manifest, refresh, walk
 
 IGNORED_DIRS = frozenset({STATE_DIR, ".obsidian", ".git", ".trash"})
 HEARTBEAT_EVERY = 1.0
@@ -85,7 +85,7 @@ class _Handler(FileSystemEventHandler):
             for p in paths:
                 if p and not folder_echo:
                     rel = os.path.relpath(os.fsdecode(p), self.root).replace(os.sep, "/")
-                    self.paths.add(manifest.FULL_WALK if is_dir or rel.startswith("..") else rel)
+                    self.paths.add(walk.FULL_WALK if is_dir or rel.startswith("..") else rel)
 
     def take(self, debounce: float) -> int:
         """The number of events to refresh for now (0 while changes are still arriving)."""

@@ -183,7 +183,8 @@ def status(vault: Vault) -> StatusReport:
         Problem(c.path, "pending-trust", f"{c.message}; see: vaultmem trust")
         for c in changes(vault)
     ]
-    from vaultmem.search.manifest import index_problems, walk  # layer 4: no whoosh import
+    from vaultmem.search.manifest import index_problems  # layer 4: no whoosh import
+    from vaultmem.search.walk import walk
 
     seen = {(p.path, p.kind) for p in problems}
     # links out of the vault, found by the stat walk itself (no index needed): never read
