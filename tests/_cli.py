@@ -26,6 +26,16 @@ def copy_example(dest: Path) -> Path:
     return dest
 
 
+def use_engine(vault: Path, name: str) -> Path:
+    """`[recall] engine = NAME` in the vault's config (copy_example's [recall] table is last)."""
+    cfg = vault / "vaultmem.toml"
+    text = cfg.read_text(encoding="utf-8")
+    if "\nengine = " in text:
+        text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("engine = ")) + "\n"
+    cfg.write_text(text + f'engine = "{name}"\n', encoding="utf-8")
+    return vault
+
+
 @dataclass
 class Result:
     exit_code: int

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._cli import copy_example, run_cli
+from tests._cli import copy_example, run_cli, use_engine
 from vaultmem.core.errors import ConfigError
 from vaultmem.core.vault import Vault
 from vaultmem.search import backends, engine, fts5, manifest, refresh
@@ -21,19 +21,10 @@ from vaultmem.search.query import recall
 ENGINES = ["whoosh", "fts5"]
 
 
-def _use(vault: Path, name: str) -> Path:
-    cfg = vault / "vaultmem.toml"
-    text = cfg.read_text(encoding="utf-8")
-    if "\nengine = " in text:
-        text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("engine = ")) + "\n"
-    cfg.write_text(text + f'engine = "{name}"\n', encoding="utf-8")  # into [recall], the last
-    return vault
-
-
 @pytest.fixture(params=ENGINES)
 def ev(request: pytest.FixtureRequest, vault: Path) -> Path:
     """example-vault on each engine."""
-    return _use(vault, request.param)
+    return use_engine(vault, request.param)
 
 
 def _v(path: Path) -> Vault:
@@ -65,8 +56,8 @@ FACT = "---\nname: {n}\ndescription: {b}\ntype: fact\nid: m-{n}\nstatus: {s}\n--
 
 def test_config_names_the_engine_and_refuses_an_unknown_one(vault: Path) -> None:
     assert _v(vault).config.recall.engine == "whoosh"  # the default
-    assert _v(_use(vault, "fts5")).config.recall.engine == "fts5"
-    _use(vault, "tantivy")
+    assert _v(use_engine(vault, "fts5")).config.recall.engine == "fts5"
+    use_engine(vault, "tantivy")
     with pytest.raises(ConfigError, match=r"\[recall\] engine must be one of 'whoosh', 'fts5'"):
         _v(vault)
     res = run_cli("recall", "stripe", "--vault", str(vault))
@@ -225,7 +216,7 @@ def _both(tmp_path: Path) -> tuple[Path, Path]:
     _write(base, "agents/ella/notes/mine.md", "# Mine\nmy own quokka\n")
     other = tmp_path / "fts5"
     shutil.copytree(base, other)
-    _use(other, "fts5")
+    use_engine(other, "fts5")
     for root in (base, other):
         refresh.refresh(_v(root), wait=None)
     return base, other
@@ -306,7 +297,7 @@ def test_search_and_fetch_allow_the_same_documents_as_whoosh(tmp_path: Path, n: 
 def test_switching_engine_rebuilds_once_with_a_warning(vault: Path) -> None:
     first = refresh.refresh(_v(vault))
     assert first.rebuilt and manifest.load_manifest(_v(vault)).engine == "whoosh"  # type: ignore[union-attr]
-    _use(vault, "fts5")
+    use_engine(vault, "fts5")
     switched = recall(_v(vault), "stripe webhook")
     assert switched.index.rebuilt and switched.hits
     assert any("engine is now fts5" in w for w in switched.index.warnings)
@@ -314,7 +305,7 @@ def test_switching_engine_rebuilds_once_with_a_warning(vault: Path) -> None:
     gens = [p for p in manifest.index_dir(_v(vault)).iterdir() if p.name.startswith("g-")]
     assert len(gens) == 1  # the Whoosh generation is gone
     assert not recall(_v(vault), "stripe").index.rebuilt
-    res = run_cli("index", "--vault", str(_use(vault, "whoosh")), "--json")
+    res = run_cli("index", "--vault", str(use_engine(vault, "whoosh")), "--json")
     assert res.exit_code == 0, res.stderr
     assert json.loads(res.stdout)["index"]["rebuilt"]
     assert manifest.load_manifest(_v(vault)).engine == "whoosh"  # type: ignore[union-attr]
@@ -337,7 +328,7 @@ def _foreign_db(path: Path, path_in_vault: str) -> None:
 
 
 def test_a_foreign_database_is_never_opened_but_rebuilt(vault: Path) -> None:
-    _use(vault, "fts5")
+    use_engine(vault, "fts5")
     refresh.refresh(_v(vault))
     path = _db(vault)
     _foreign_db(path, "wiki/evil.md")  # what git (or anything) could put there
@@ -353,7 +344,7 @@ def test_a_foreign_database_is_never_opened_but_rebuilt(vault: Path) -> None:
 
 
 def test_a_corrupt_database_that_passes_the_listing_is_rebuilt(vault: Path) -> None:
-    _use(vault, "fts5")
+    use_engine(vault, "fts5")
     refresh.refresh(_v(vault))
     path = _db(vault)
     st = path.stat()
@@ -369,7 +360,7 @@ def test_a_corrupt_database_that_passes_the_listing_is_rebuilt(vault: Path) -> N
 
 
 def test_a_query_never_writes(vault: Path) -> None:
-    _use(vault, "fts5")
+    use_engine(vault, "fts5")
     assert recall(_v(vault), "stripe").hits
     path = _db(vault)
     before = (path.stat().st_mtime_ns, path.stat().st_size, sorted(os.listdir(path.parent)))
@@ -382,48 +373,6 @@ def test_a_query_never_writes(vault: Path) -> None:
         s.db.execute("INSERT INTO meta VALUES ('x', 'y')")
 
 
-def _recall_loop(vault: str, rounds: int, out: object) -> None:
-    errors = []
-    for i in range(rounds):
-        try:
-            assert recall(Vault.open(vault), f"lemur {i % 7} stripe").hits
-        except Exception as exc:  # pragma: no cover - reported to the parent
-            errors.append(f"{type(exc).__name__}: {exc}")
-    out.put(errors)  # type: ignore[attr-defined]
-
-
-@pytest.mark.slow
-def test_concurrent_recalls_while_the_database_is_written_never_error(vault: Path) -> None:
-    """Readers (read-only connections) and a refresh writing the same database in place."""
-    import multiprocessing as mp
-    import time
-
-    _use(vault, "fts5")
-    refresh.refresh(_v(vault))
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_recall_loop, args=(str(vault), 25, queue)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + 60
-    n = 0
-    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-        rel = f"wiki/lemur-{n % 5}.md"
-        if n % 3 == 2:
-            (vault / rel).unlink(missing_ok=True)
-        else:
-            _write(vault, rel, f"# Lemur {n}\n\nlemur {n % 7} sighting {n}\n")
-        n += 1
-        time.sleep(0.01)
-    results = [queue.get(timeout=30) for _ in procs]
-    for p in procs:
-        p.join(timeout=10)
-        assert p.exitcode == 0
-    assert results == [[], [], []]
-    expected = {f"wiki/{p.name}" for p in (vault / "wiki").glob("lemur-*.md")}
-    assert set(_paths(vault, "lemur sighting", limit=50)) == expected
-
-
 def test_a_required_phrase_held_by_thousands_of_documents(tmp_path: Path) -> None:
     """More candidates than fit in one statement (fts5.INLINE_IDS) are checked in Python."""
     root = tmp_path / "big"
@@ -433,7 +382,7 @@ def test_a_required_phrase_held_by_thousands_of_documents(tmp_path: Path) -> Non
     for i in range(n):
         extra = " gamma" if i % 2 else ""
         (root / f"notes/n{i}.md").write_text(f"# Note {i}\n\nalpha beta{extra}\n")
-    _use(root, "fts5")
+    use_engine(root, "fts5")
     hits = recall(_v(root), 'phrase:"alpha beta" gamma', limit=n).hits
     assert len(hits) == n
     assert {h.path for h in hits[: n // 2]} == {f"notes/n{i}.md" for i in range(1, n, 2)}

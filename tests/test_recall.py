@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._cli import run_cli
+from tests._cli import run_cli, use_engine
 from vaultmem.core.errors import LockTimeoutError, UsageError
 from vaultmem.core.locking import exclusive
 from vaultmem.core.vault import Vault
@@ -323,9 +323,13 @@ def _recall_loop(vault: str, rounds: int, out: object) -> None:
 
 
 @pytest.mark.slow
-def test_concurrent_recalls_during_writes_never_error_or_hang(vault: Path) -> None:
+@pytest.mark.parametrize("engine", ["whoosh", "fts5"])
+def test_concurrent_recalls_during_writes_never_error_or_hang(vault: Path, engine: str) -> None:
+    """Readers in three processes while the index is refreshed under them (FTS5: read-only
+    connections and a refresh writing the same database in place)."""
     import multiprocessing as mp
 
+    use_engine(vault, engine)
     ctx = mp.get_context("spawn")
     refresh.refresh(_v(vault))
     queue = ctx.Queue()

@@ -165,6 +165,12 @@ def read(path: str | Path, *, create: bool = False) -> Any:
     key = secret(create=create)
     if key is None:
         return None
+    data = read_bytes(path)
+    return None if data is None else loads(path, data, key=key)
+
+
+def read_bytes(path: str | Path) -> bytes | None:
+    """A sealed file's bytes as they are (None when absent or unreadable), for `loads`."""
     try:  # os-level: an `io` file object costs five system calls more (read on every append)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         try:
@@ -175,7 +181,7 @@ def read(path: str | Path, *, create: bool = False) -> Any:
             os.close(fd)
     except OSError:
         return None
-    return loads(path, b"".join(chunks), key=key)
+    return b"".join(chunks)
 
 
 def line(path: str | Path, obj: Any, *, key: bytes | None = None) -> bytes | None:

@@ -323,17 +323,9 @@ def _small_tables(raw: dict[str, Any]) -> Small:
 
 def _parse(vault: Vault, path: Path) -> tuple[Manifest | None, bytes]:
     """The base in the file, and the file's first bytes (its seal)."""
-    try:  # os-level: an `io` file object costs several system calls more
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        try:
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-    except OSError:
+    data = seal.read_bytes(path)
+    if data is None:
         return None, b""
-    data = b"".join(chunks)
     try:
         raw = seal.loads(path, data, key=seal.secret(create=True))
         if raw.get("schema") != SCHEMA_VERSION:
