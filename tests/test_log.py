@@ -123,9 +123,12 @@ def test_torn_last_entry_is_set_aside_and_next_append_is_whole(vault: Path) -> N
     assert len(block) > 40
 
 
-def test_tail_reads_from_the_end_with_filters(vault: Path) -> None:
+def test_tail_reads_from_the_end_with_filters(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     v = make_keys(vault, "ella", "lyra")
     for i in range(30):
+        # one second apart: readers order by time, then id, and two appends in the same
+        # millisecond (a fast machine) would be ordered by id, not by which came first
+        monkeypatch.setenv("VAULTMEM_NOW", f"2026-03-01T10:00:{i:02d}Z")
         log.append(v, "ella" if i % 3 else "lyra", f"entry {i}", channel="c" if i % 2 else "d")
     last = reading.last_entries(v.live_context, 5)
     assert [e.summary for e in last] == [f"entry {i}" for i in range(25, 30)]
