@@ -110,10 +110,13 @@ def test_unsigned_append_refused_exit_8_with_the_command_to_fix_it(vault: Path) 
     assert cli(vault, "verify").exit_code == 0
 
 
-def test_log_filters_tail_and_since(vault: Path) -> None:
+def test_log_filters_tail_and_since(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_keys(vault)
     for i in range(6):
         agent = "ella" if i % 2 else "lyra"
+        # a second apart: the log orders by (time, id), so two appends in one millisecond
+        # would come out by id rather than in the order they were made
+        monkeypatch.setenv("VAULTMEM_NOW", f"2026-03-01T10:00:{i:02d}Z")
         cli(vault, "append", f"m{i}", "-c", "a" if i < 3 else "b", "-t", "note", "--agent", agent)
 
     def get(*a):
