@@ -204,16 +204,25 @@ def create_private(path: Path, data: bytes) -> bool:
     id and the memo secret in VAULTMEM_HOME, outside the vault. False (nothing written) when it
     already exists; any other failure raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    # written whole under a temporary name, then linked into place: a reader racing the first
+    # writer sees no file or the whole file, never an empty one (a link fails if one exists)
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{os.urandom(4).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return False
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        fsync_dir(path.parent)
+        return True
     finally:
-        os.close(fd)
-    return True
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def create_exclusive(path: Path, data: str) -> bool:
