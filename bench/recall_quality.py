@@ -95,7 +95,7 @@ def mean(rows: list[tuple[float, ...]]) -> tuple[float, ...]:
 
 def no_shared_word(data: Path, rows: list[dict[str, object]]) -> list[dict[str, object]]:
     """Each question without the words that occur in its evidence turns (stemmed, folded)."""
-    from vaultmem.search.engine import analyzer
+    from vaultmem.search.whoosh_analysis import analyzer
 
     ana = analyzer("en")
     turns: dict[tuple[str, str], str] = {}
@@ -171,7 +171,7 @@ def bm25_baseline(vault: Path, rows: list[dict[str, object]]) -> list[tuple[floa
     import math
     from collections import Counter
 
-    from vaultmem.search.engine import analyzer
+    from vaultmem.search.whoosh_analysis import analyzer
 
     ana = analyzer("en")
     docs = {

@@ -15,7 +15,16 @@ import pytest
 from tests._cli import copy_example, run_cli, use_engine
 from vaultmem.core.errors import ConfigError
 from vaultmem.core.vault import Vault
-from vaultmem.search import backends, engine, fts5, manifest, refresh
+from vaultmem.search import (
+    backends,
+    engine,
+    fts5,
+    manifest,
+    question,
+    refresh,
+    scoring,
+    whoosh_analysis,
+)
 from vaultmem.search.query import recall
 
 ENGINES = ["whoosh", "fts5"]
@@ -202,7 +211,7 @@ TEXTS = [
 
 @pytest.mark.parametrize("language", ["en", "it", "de", "fr", "es", "pt", "nl", "xx"])
 def test_the_plain_analyzer_gives_whoosh_s_terms(language: str) -> None:
-    chain, plain = engine.analyzer(language), engine.plain_analyzer(language)
+    chain, plain = whoosh_analysis.analyzer(language), whoosh_analysis.plain_analyzer(language)
     for text in TEXTS:
         expected = [(t.text, t.startchar, t.endchar) for t in chain(text, chars=True)]
         assert plain(text) == expected
@@ -232,7 +241,7 @@ def _whoosh_stored(root: Path) -> list[dict[str, object]]:
         terms = {
             (f, t.decode() if isinstance(t, bytes) else t)
             for f, t in ix.reader().all_terms()
-            if f in engine.TEXT_FIELDS
+            if f in scoring.TEXT_FIELDS
         }
     ix.close()
     for r in rows:
@@ -258,18 +267,18 @@ def test_terms_and_stored_fields_are_whoosh_s(tmp_path: Path) -> None:
 
 
 QUERIES = [
-    engine.Query(words=("stripe", "webhook", "capacity")),
-    engine.Query(words=("quokka", "stripe"), visible_to="lyra"),
-    engine.Query(words=("quokka", "stripe"), visible_to="ella", kinds=("note",)),
-    engine.Query(words=("capacity", "slot"), types=("fact",), include_hidden=True),
-    engine.Query(words=("stripe",), under=("wiki",), since="2026-01-01"),
-    engine.Query(words=("café", "keys"), tags=("zoo", "big cats")),
-    engine.Query(words=("walk", "reserve"), phrases=("walk-in reserve",)),
-    engine.Query(words=("stripe",), field_words=(("title", "webhook race"),)),
-    engine.Query(words=("stripe", "race"), soft_phrases=("webhook race",)),
-    engine.Query(words=("capacity", "day"), statuses=("retracted",), include_hidden=True),
-    engine.Query(phrases=("perché città",), today="2026-11-30"),
-    engine.Query(words=("xyzzyplugh",)),
+    question.Query(words=("stripe", "webhook", "capacity")),
+    question.Query(words=("quokka", "stripe"), visible_to="lyra"),
+    question.Query(words=("quokka", "stripe"), visible_to="ella", kinds=("note",)),
+    question.Query(words=("capacity", "slot"), types=("fact",), include_hidden=True),
+    question.Query(words=("stripe",), under=("wiki",), since="2026-01-01"),
+    question.Query(words=("café", "keys"), tags=("zoo", "big cats")),
+    question.Query(words=("walk", "reserve"), phrases=("walk-in reserve",)),
+    question.Query(words=("stripe",), field_words=(("title", "webhook race"),)),
+    question.Query(words=("stripe", "race"), soft_phrases=("webhook race",)),
+    question.Query(words=("capacity", "day"), statuses=("retracted",), include_hidden=True),
+    question.Query(phrases=("perché città",), today="2026-11-30"),
+    question.Query(words=("xyzzyplugh",)),
 ]
 
 
@@ -336,7 +345,7 @@ def test_a_foreign_database_is_never_opened_but_rebuilt(vault: Path) -> None:
     result = recall(_v(vault), "zebracorn stripe")
     assert "wiki/evil.md" not in [h.path for h in result.hits] and result.hits
     assert result.index.rebuilt and result.index.warnings == (refresh.UNPROVEN,)
-    with pytest.raises(engine.UnprovenIndex):  # and the searcher refuses it on its own
+    with pytest.raises(manifest.UnprovenIndex):  # and the searcher refuses it on its own
         m = manifest.load_manifest(_v(vault))
         assert m is not None
         _foreign_db(_db(vault), "wiki/evil.md")

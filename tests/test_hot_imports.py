@@ -176,7 +176,7 @@ def test_an_auto_recall_on_a_vault_not_yet_embedded_loads_no_model(tmp_path: Pat
 
 def test_a_keyword_recall_imports_only_what_it_uses(turn_vault: Path, tmp_path: Path) -> None:
     """A cold `vaultmem recall` (issue 23: a budget of 12x `python -c pass` at 10,000 notes):
-    whoosh loads without what engine._whoosh keeps out, and vaultmem's own modules without
+    whoosh loads without what whoosh_import.load keeps out, and vaultmem's own modules without
     dataclasses or OpenSSL-backed imports they had no use for."""
     v = ["--vault", str(turn_vault), "--agent", "ella"]
     args = ["recall", "webhook retries", "--mode", "keyword", *v, "--json"]

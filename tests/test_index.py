@@ -12,7 +12,7 @@ import pytest
 
 from tests._cli import run_cli
 from vaultmem.core.vault import Vault
-from vaultmem.search import documents, engine, manifest, refresh, walk
+from vaultmem.search import documents, engine, manifest, question, refresh, walk
 from vaultmem.search.query import recall
 
 
@@ -381,7 +381,7 @@ def test_a_log_bigger_than_max_file_bytes_is_indexed_to_its_newest_entry(vault: 
 
 
 def test_whoosh_is_imported_without_urllib_asyncio_or_the_english_tables(vault: Path) -> None:
-    """engine._whoosh keeps three unused imports out of a recall, and its stand-ins out of the
+    """whoosh_import.load keeps three unused imports out of a recall, and its stand-ins out of the
     process: a later `import urllib.request` is the real one, Variations still works."""
     import subprocess
     import sys
@@ -480,6 +480,6 @@ def test_a_searcher_outlives_a_merge_that_deletes_its_segments(vault: Path) -> N
         ix.writer().commit(optimize=True)  # what a merging commit elsewhere does
         ix.close()
         assert before - set(os.listdir(_generation(vault)))  # old segment files deleted
-        parsed = engine.Query(words=("stripe", "webhook"))
+        parsed = question.Query(words=("stripe", "webhook"))
         hits = s.search(parsed, limit=20)
         assert hits and all(h.fields["path"] for h in hits)

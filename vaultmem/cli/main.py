@@ -53,7 +53,7 @@ def _lean_pathlib() -> None:
     every command, a sixth of `python -c pass`. While pathlib imports, a stand-in module holds
     that function, which imports the real one when first called; then the stand-in is taken
     out of `sys.modules`, so a later `import urllib.parse` gets the real module (as
-    `search/engine.py` does for whoosh's imports)."""
+    `search/whoosh_import.py` does for whoosh's imports)."""
     if "pathlib" in sys.modules or "urllib.parse" in sys.modules:
         return
     import types

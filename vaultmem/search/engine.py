@@ -1,316 +1,35 @@
-"""The search engine: Whoosh BM25F over note sections, passages, log entries and decisions.
+"""The Whoosh engine (the default `[recall] engine`, beside `fts5.py` behind `backends.py`):
+the schema, a generation's creation, writer and proven opening, and the searcher.
 
-The only module that imports whoosh, and only inside functions, so `vaultmem status` and the
-manifest code never pay for it. Queries are built as whoosh query objects directly (no query
-parser): `vaultmem.search.query` turns the user's text into a `Query`, this module scores it.
-
-Why this module is long: it is the one place whoosh is used (the schema, the writer, the
-searcher and its query building); splitting it would spread whoosh over several modules.
+Whoosh is imported only inside functions, after `whoosh_import.load()`, so `vaultmem status`
+and the manifest code never pay for it. `filters.parse_query` turns the user's text into a
+`question.Query`; `whoosh_query` builds whoosh query objects from it (no query parser), and
+this module runs them and scores the hits (`scoring`). The analysis chain is
+`whoosh_analysis`'s. Those four modules and `whoosh_import` are the only whoosh importers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib
-import importlib.util
-import itertools
 import os
-import sys
 import time
-import types
-from collections.abc import Callable
 from typing import Any
 
-from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
+from vaultmem.search import whoosh_query
 from vaultmem.search.documents import Doc, owner_of
-from vaultmem.search.manifest import CURRENT, Manifest, index_dir, load_manifest, proven
-
-# text fields searched by plain words, with their query-time boosts
-TEXT_FIELDS: dict[str, float] = {
-    "title": 2.5,
-    "heading": 1.5,
-    "desc": 1.5,
-    "tags": 1.5,
-    "body": 1.0,
-}
-
-
-# Tuned on the LoCoMo benchmark (bench/recall_quality.py) as general knobs only; neighbouring
-# values change R@5 by about +-0.002
-BM25_K1 = 1.2
-
-
-BM25_B = 0.75
-
-
-PROXIMITY_SLOP = 1
-
-
-PROXIMITY_BOOST = 0.2
-
-
-COVERAGE_POWER = 0.5
-
-
-# Notes vaultmem maintains for itself carry a `vaultmem/...` tag (agents/*/keys.md, Review.md):
-# they hold words (key, review, agent names) that questions share with real facts, never the
-# facts themselves, so their scores are scaled down (keys.md ranked 2nd for "idempotency key
-# checkout" before).
-MACHINE_TAG = "vaultmem/"
-
-
-MACHINE_WEIGHT = 0.25
-
-
-# words of a question that say what kind of answer is wanted, not what it is about
-QUERY_STOP = frozenset(
-    [
-        "would",
-        "could",
-        "should",
-        "might",
-        "must",
-        "shall",
-        "may",
-        "can",
-        "will",
-        "also",
-        "ever",
-        "yet",
-        "still",
-        "etc",
-        "like",
-        "likely",
-        "kind",
-        "sort",
-        "many",
-        "much",
-        "often",
-        "times",
-        "time",
-        "one",
-        "ones",
-        "someone",
-        "something",
-        "anything",
-        "anyone",
-        "thing",
-        "things",
-        "get",
-        "got",
-        "make",
-        "made",
-        "way",
-        "ways",
-        "regarding",
-        "considered",
-        "consider",
-        "potentially",
-        "probably",
-        "based",
-        "according",
-        "whether",
-        "else",
-        "besides",
-        "other",
-        "others",
-        "another",
-        "what's",
-        "who's",
-        "how's",
-    ]
+from vaultmem.search.manifest import (
+    CURRENT,
+    Manifest,
+    UnprovenIndex,
+    index_dir,
+    load_manifest,
+    proven,
 )
-
-
-# --- importing whoosh ------------------------------------------------------------------------
-# `_whoosh()` imports whoosh's core without what vaultmem never uses.
-#
-# Importing whoosh costs more than a cold `vaultmem recall` does with the index (issue 23): it
-# loads ~80 modules, and a dozen of them only for features vaultmem never calls. While whoosh
-# imports, `_whoosh` puts stand-ins for those in `sys.modules`:
-#
-# - `urllib.request` (whoosh.compat imports it for one `urlretrieve` nothing calls: http.client,
-#   email, ssl), the `cached_property` package (whoosh.reading; it imports asyncio) and the
-#   English morphology tables (`whoosh.lang.morph_en`, for the `Variations` query): replaced by
-#   the few names whoosh takes from them (the tables load on Variations' first use);
-# - `html` (whoosh takes `escape`, for highlights), `shutil` (`copyfileobj`, for compound
-#   files; shutil imports bz2 and lzma) and the double-metaphone tables
-#   (`whoosh.lang.dmetaphone`, for a phonetic filter): functions that import the real module
-#   when first called; `hashlib` (whoosh takes `md5`, for its hash tables: hashlib loads
-#   OpenSSL), the built-in module's md5;
-# - `calendar`, `queue`, `random`, `tempfile`, `whoosh.sorting` and `whoosh.automata.lev`
-#   (whoosh imports them whole, uses them for dates, multiprocessing writers, temp names and
-#   storage, sorted or grouped results, fuzzy terms): modules that import the real one on
-#   their first attribute access (`_Later`).
-#
-# The stand-ins are taken out of `sys.modules` right after, so nothing else in the process ever
-# sees them: a later `import urllib.request` (or calendar, html, ...) gets the real module. The
-# modules a search needs later (the codec, the searcher, the collectors) are imported here too,
-# while the stand-ins are in place.
-#
-# One lasting change: `whoosh.lang.snowball` is the real package without its `__init__`, whose
-# fourteen stemmers (~190 KB of bytecode) all load whenever one is asked for (opening an index
-# unpickles its analyzer, which asks for one). Here each loads on first use, through the same
-# `classes` table and the same names (`_snowball`).
-
-
-class _Later(types.ModuleType):
-    """A module imported for real on its first attribute access (then this one forwards)."""
-
-    def __getattr__(self, attr: str) -> Any:
-        name = self.__name__
-        if sys.modules.get(name) is self:
-            del sys.modules[name]
-        real = importlib.import_module(name)
-        self.__dict__.update(real.__dict__)
-        return getattr(real, attr)
-
-
-def _later_function(module: str, name: str) -> Any:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = name
-    return call
-
-
-def _unused(*_a: object, **_k: object) -> None:
-    raise RuntimeError("not available inside vaultmem's whoosh import")
-
-
-def _md5(*args: Any, **kwargs: Any) -> Any:
-    """whoosh's hash tables' md5, from the built-in module (hashlib would load OpenSSL)."""
-    try:
-        from _md5 import md5  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - a build without it
-        from hashlib import md5
-    return md5(*args, **kwargs)
-
-
-# name -> what the stand-in holds: a dict of attributes, or LATER for a `_Later` module
-LATER = None
-STAND_INS: dict[str, dict[str, Any] | None] = {
-    "urllib.request": {"urlretrieve": _unused},
-    "cached_property": {"cached_property": functools.cached_property},
-    "whoosh.lang.morph_en": {"variations": _unused},
-    "html": {"escape": _later_function("html", "escape")},
-    "whoosh.lang.dmetaphone": {
-        "double_metaphone": _later_function("whoosh.lang.dmetaphone", "double_metaphone")
-    },
-    "hashlib": {"md5": _md5},
-    "shutil": {"copyfileobj": _later_function("shutil", "copyfileobj")},
-    "whoosh.sorting": LATER,
-    "calendar": LATER,
-    "queue": LATER,
-    "random": LATER,
-    "tempfile": LATER,
-    "whoosh.automata.lev": LATER,
-}
-
-# whoosh/lang/snowball/__init__.py: language code -> (module, class)
-SNOWBALL = {
-    "da": ("danish", "DanishStemmer"),
-    "nl": ("dutch", "DutchStemmer"),
-    "en": ("english", "EnglishStemmer"),
-    "fi": ("finnish", "FinnishStemmer"),
-    "fr": ("french", "FrenchStemmer"),
-    "de": ("german", "GermanStemmer"),
-    "hu": ("hungarian", "HungarianStemmer"),
-    "it": ("italian", "ItalianStemmer"),
-    "no": ("norwegian", "NorwegianStemmer"),
-    "pt": ("portugese", "PortugueseStemmer"),
-    "ro": ("romanian", "RomanianStemmer"),
-    "ru": ("russian", "RussianStemmer"),
-    "es": ("spanish", "SpanishStemmer"),
-    "sv": ("swedish", "SwedishStemmer"),
-}
-
-
-class _Stemmers(dict[str, Any]):
-    """`whoosh.lang.snowball.classes`, each class imported when first looked up."""
-
-    def __missing__(self, code: str) -> Any:
-        module, cls = SNOWBALL[code]
-        found = getattr(importlib.import_module(f"whoosh.lang.snowball.{module}"), cls)
-        self[code] = found
-        return found
-
-    def __contains__(self, code: object) -> bool:
-        return code in SNOWBALL
-
-    def keys(self) -> Any:
-        return SNOWBALL.keys()
-
-
-def _snowball() -> None:
-    """The real `whoosh.lang.snowball` package, its stemmers loaded one by one (see above)."""
-    name = "whoosh.lang.snowball"
-    if name in sys.modules:
-        return
-    spec = importlib.util.find_spec(name)
-    if spec is None:  # pragma: no cover - whoosh without its stemmers
-        return
-    package = importlib.util.module_from_spec(spec)
-    stemmers = _Stemmers()
-    by_class = {cls: code for code, (_m, cls) in SNOWBALL.items()}
-
-    def __getattr__(attr: str) -> Any:
-        if attr in by_class:
-            return stemmers[by_class[attr]]
-        raise AttributeError(f"module {name!r} has no attribute {attr!r}")
-
-    package.__dict__.update(classes=stemmers, __getattr__=__getattr__)
-    sys.modules[name] = package
-    import whoosh.lang
-
-    whoosh.lang.snowball = package
-
-
-@contextlib.contextmanager
-def _stand_ins() -> Any:
-    """`STAND_INS` in `sys.modules` while whoosh imports, taken out right after."""
-    stubs: dict[str, types.ModuleType] = {}
-    for name, attrs in STAND_INS.items():
-        if name in sys.modules:
-            continue  # already imported for real by someone: whoosh gets the real one
-        if attrs is LATER:
-            stub: types.ModuleType = _Later(name, "vaultmem: imported on first use")
-        else:
-            stub = types.ModuleType(name, "vaultmem: stand-in while whoosh imports")
-            stub.__dict__.update(attrs)
-        stubs[name] = stub
-    sys.modules.update(stubs)
-    try:
-        yield stubs
-    finally:
-        for name, stub in stubs.items():
-            if sys.modules.get(name) is stub:
-                del sys.modules[name]
-
-
-def _whoosh() -> None:
-    """Import whoosh's core once, without what vaultmem never uses (see `STAND_INS`)."""
-    if "whoosh.query.terms" in sys.modules:
-        return
-    with _stand_ins() as stubs:
-        import whoosh.codec.whoosh3
-        import whoosh.collectors
-        import whoosh.compat
-        import whoosh.query.terms
-        import whoosh.reading
-        import whoosh.scoring
-        import whoosh.searching
-    _snowball()
-    if "whoosh.lang.morph_en" in stubs:
-        # the Variations query still works: the real tables load on its first use
-        def variations(word: str) -> Any:
-            from whoosh.lang.morph_en import variations as real
-
-            return real(word)
-
-        whoosh.query.terms.variations = variations
+from vaultmem.search.question import Query, scored_words
+from vaultmem.search.scoring import BM25_B, BM25_K1, COVERAGE_POWER, RawHit, machine_weight
+from vaultmem.search.whoosh_analysis import analyzer, plain_analyzer
+from vaultmem.search.whoosh_import import load
 
 
 def index_errors() -> tuple[type[BaseException], ...]:
@@ -323,7 +42,7 @@ def index_errors() -> tuple[type[BaseException], ...]:
     import struct
     import zlib
 
-    _whoosh()
+    load()
     from whoosh.index import IndexError as WhooshIndexError
 
     return (
@@ -339,92 +58,8 @@ def index_errors() -> tuple[type[BaseException], ...]:
     )
 
 
-def analyzer(language: str) -> Any:
-    """Words, lowercased, stop words dropped, Snowball-stemmed, then accents folded.
-
-    Folding after stemming lets the stemmer see the real word (Italian stems depend on
-    accents); folding at all makes `perche` find `perché`.
-    """
-    _whoosh()
-    from whoosh.analysis import (
-        CharsetFilter,
-        LowercaseFilter,
-        RegexTokenizer,
-        StemFilter,
-        StopFilter,
-    )
-
-    chain = RegexTokenizer(TOKEN_PATTERN) | LowercaseFilter()
-    from whoosh.lang import NoStopWords, stopwords_for_language
-    from whoosh.support.charset import accent_map as folding
-
-    try:
-        stops = set(stopwords_for_language(language))
-    except NoStopWords:
-        stops = set(stopwords_for_language("en"))
-    # the unaccented spelling of a stop word ("perche") is a stop word too
-    stops |= {w.translate(folding) for w in stops}
-    chain = chain | StopFilter(stoplist=stops)
-    # no stemmer for this language: unstemmed words still match
-    with contextlib.suppress(Exception):
-        chain = chain | StemFilter(lang=language)
-    return chain | CharsetFilter(folding)
-
-
-Tokens = list[tuple[str, int, int]]
-
-
-# a word, as `analyzer`'s tokenizer finds it
-TOKEN_PATTERN = r"\w+(?:[.'’]\w+)*"
-
-
-@functools.cache
-def plain_analyzer(language: str) -> Callable[[str], Tokens]:
-    """`analyzer(language)` as a plain function: (term, start char, end char) of some text.
-
-    The same tokenizer pattern, stop words (and their unaccented spellings), Snowball stemmer
-    and folding table, called directly, without whoosh's analysis framework: what the SQLite
-    FTS5 engine (`search/fts5.py`) indexes and queries, so its terms are Whoosh's
-    (`tests/test_fts5_engine.py` compares them). Imports only whoosh's stemmer, stop lists and
-    folding table (~7 ms, against ~30 ms for `_whoosh()`).
-    """
-    import re
-
-    with _stand_ins():
-        import whoosh.compat  # noqa: F401  (whoosh.lang needs it; urllib.request stood in)
-    _snowball()
-    from whoosh.lang import NoStopWords, stopwords_for_language
-    from whoosh.support.charset import accent_map as folding
-
-    try:
-        stops = set(stopwords_for_language(language))
-    except NoStopWords:
-        stops = set(stopwords_for_language("en"))
-    stops |= {w.translate(folding) for w in stops}
-    stem: Callable[[str], str] | None = None
-    with contextlib.suppress(Exception):  # as analyzer(): no stemmer, unstemmed words
-        from whoosh.lang import stemmer_for_language
-
-        stem = functools.lru_cache(maxsize=50_000)(stemmer_for_language(language))
-    finditer = re.compile(TOKEN_PATTERN, re.UNICODE).finditer
-    frozen = frozenset(stops)
-
-    def analyze(text: str) -> Tokens:
-        out = []
-        for m in finditer(text):
-            word = m.group(0).lower()
-            if len(word) < 2 or word in frozen:  # StopFilter's minsize 2, then its list
-                continue
-            if stem is not None:
-                word = stem(word)
-            out.append((word.translate(folding), m.start(), m.end()))
-        return out
-
-    return analyze
-
-
 def schema(language: str) -> Any:
-    _whoosh()
+    load()
     from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 
     ana = analyzer(language)
@@ -476,18 +111,13 @@ def fields(doc: Doc, n: int) -> dict[str, Any]:
     return out
 
 
-class UnprovenIndex(ValueError):
-    """The generation folder is not as this machine's last commit left it (see
-    `manifest.proven`): it is never opened, since whoosh unpickles what it reads."""
-
-
 def open_generation(vault: Vault, manifest: Manifest) -> Any:
     """The one place whoosh opens an index, after proving its files are this machine's."""
     if not proven(vault, manifest):
         raise UnprovenIndex(
             f"index generation {manifest.generation} does not match what this machine wrote"
         )
-    _whoosh()
+    load()
     from whoosh.index import open_dir
 
     return open_dir(str(index_dir(vault) / manifest.generation))
@@ -501,48 +131,13 @@ def open_writer(ix: Any, *, bulk: bool) -> Any:
 
 
 def new_generation(vault: Vault, language: str) -> tuple[Any, str]:
-    _whoosh()
+    load()
     from whoosh.index import create_in
 
     generation = f"g-{os.urandom(4).hex()}"  # not `secrets`: it loads hmac and OpenSSL
     folder = index_dir(vault) / generation
     folder.mkdir(parents=True, exist_ok=True)
     return create_in(str(folder), schema(language)), generation
-
-
-@record
-class RawHit:
-    score: float
-    fields: dict[str, Any]
-    explain: tuple[tuple[str, float], ...] = ()
-    matched: frozenset[str] = frozenset()  # the plain query terms this document holds
-    phrases: int = 0  # how many of the query's soft (ranking, not required) phrases it holds
-
-
-def machine_weight(stored: dict[str, Any]) -> float:
-    tags = str(stored.get("tags") or "")
-    return MACHINE_WEIGHT if any(t.startswith(MACHINE_TAG) for t in tags.split(",")) else 1.0
-
-
-@record
-class Query:
-    """A parsed query, built by recall.py (which knows no whoosh)."""
-
-    words: tuple[str, ...] = ()  # plain words, OR semantics
-    phrases: tuple[str, ...] = ()  # each must match
-    soft_phrases: tuple[str, ...] = ()  # rank the documents holding them first
-    field_words: tuple[tuple[str, str], ...] = ()  # (text field, words): scored, required
-    kinds: tuple[str, ...] = ()
-    types: tuple[str, ...] = ()
-    agents: tuple[str, ...] = ()  # strict: written by / about this agent
-    visible_to: str = ""  # an agent: shared documents plus that agent's own folder
-    tags: tuple[str, ...] = ()
-    ids: tuple[str, ...] = ()
-    statuses: tuple[str, ...] = ()
-    under: tuple[str, ...] = ()
-    since: str = ""
-    include_hidden: bool = False
-    today: str = ""
 
 
 class Searcher:
@@ -564,7 +159,7 @@ class Searcher:
         self._stored: dict[int, dict[str, Any]] = {}
 
     def _open(self) -> tuple[Any, Any]:
-        _whoosh()
+        load()
         from whoosh import scoring
 
         last: BaseException | None = None
@@ -631,8 +226,7 @@ class Searcher:
         ("would", "kind of", "how many") and each one that a wrong page happens to repeat
         pulls it up. Dropped only when something else is left to search for.
         """
-        kept = [w for w in words if w.lower().strip("?!.,;:'\"") not in QUERY_STOP]
-        terms = [t for w in (kept or words) for t in self.terms(w)]
+        terms = [t for w in scored_words(words) for t in self.terms(w)]
         return terms or [t for w in words for t in self.terms(w)]
 
     def doc_count(self) -> int:
@@ -643,102 +237,17 @@ class Searcher:
         return main, flt, mask, leaves
 
     def _parts(self, q: Query) -> tuple[Any, Any, Any, list[Any], list[Any]]:
-        _whoosh()
-        from whoosh import query as wq
-
-        scored: list[Any] = []
-        leaves: list[Any] = []
-        terms = self.plain_terms(q.words)
-        seen: set[str] = set()
-        for term in terms:
-            if term in seen:
-                continue
-            seen.add(term)
-            for fname, boost in TEXT_FIELDS.items():
-                leaf = wq.Term(fname, term, boost=boost)
-                leaves.append(leaf)
-                scored.append(leaf)
-        # two query words next to each other in the text too (stop words aside): a small
-        # bonus, as in sequential-dependence models; the words alone already scored
-        # (on LoCoMo: R@1 +0.011, MRR +0.006, R@5 +0.004)
-        for a, b in itertools.pairwise(terms):
-            if a != b and PROXIMITY_BOOST > 0:
-                leaf = wq.Phrase("body", [a, b], slop=PROXIMITY_SLOP, boost=PROXIMITY_BOOST)
-                leaves.append(leaf)
-                scored.append(leaf)
-        required: list[Any] = []
-        for phrase in q.phrases:
-            alts = self._phrase(phrase)
-            if alts:
-                leaves.extend(alts)
-                required.append(wq.Or(alts))
-        for phrase in q.soft_phrases:  # scored like words, and held (see _soft) ranks first
-            alts = self._phrase(phrase)
-            leaves.extend(alts)
-            scored.extend(alts)
-        for fname, text in q.field_words:
-            words = self.terms(text) if fname != "tags" else [text.lower()]
-            if words:
-                group = [wq.Term(fname, w, boost=TEXT_FIELDS.get(fname, 1.0)) for w in words]
-                leaves.extend(group)
-                required.append(wq.And(group))
-        if required:
-            main = wq.AndMaybe(wq.And(required), wq.Or(scored)) if scored else wq.And(required)
-        else:
-            main = wq.Or(scored) if scored else wq.NullQuery
-        filters: list[Any] = []
-
-        def any_of(fname: str, values: tuple[str, ...]) -> None:
-            if values:
-                filters.append(wq.Or([wq.Term(fname, v) for v in values]))
-
-        any_of("kind", q.kinds)
-        any_of("type", q.types)
-        any_of("agent", q.agents)
-        any_of("tags", tuple(t.lower() for t in q.tags))
-        if q.visible_to:
-            any_of("owner", (q.visible_to, "-"))
-        any_of("id", q.ids)
-        any_of("status", q.statuses)
-        if q.under:
-            filters.append(
-                wq.Or(
-                    [
-                        wq.Or([wq.Term("path", u), wq.Prefix("path", u.rstrip("/") + "/")])
-                        for u in q.under
-                    ]
-                )
-            )
-        if q.since:
-            filters.append(wq.TermRange("date", q.since, None))
-        mask = None
-        if not q.include_hidden:
-            masks = [wq.Term("hidden", "1")]
-            if q.today:
-                masks.append(wq.TermRange("valid_until", None, q.today, endexcl=True))
-            mask = wq.Or(masks)
-        flt = wq.And(filters) if filters else None
-        return main, flt, mask, leaves, required
-
-    def _phrase(self, phrase: str) -> list[Any]:
-        """A phrase in any text field (one word: that term)."""
-        _whoosh()
-        from whoosh import query as wq
-
-        words = self.terms(phrase)
-        if len(words) == 1:
-            return [wq.Term(f, words[0], boost=b) for f, b in TEXT_FIELDS.items()]
-        return [wq.Phrase(f, words, boost=2.0 * b) for f, b in TEXT_FIELDS.items() if f != "tags"]
+        return whoosh_query.parts(q, self.terms, self.plain_terms(q.words))
 
     def _soft(self, q: Query) -> list[frozenset[int]]:
         """Per soft phrase, the documents holding it (one index pass each)."""
-        _whoosh()
+        load()
         from whoosh import query as wq
 
         # not kept in self._sets: a long-lived server sees endless different phrases
         return [
             frozenset(wq.Or(alts).docs(self.searcher))
-            for alts in (self._phrase(p) for p in q.soft_phrases)
+            for alts in (whoosh_query.phrase_leaves(p, self.terms) for p in q.soft_phrases)
             if alts
         ]
 
@@ -789,7 +298,7 @@ class Searcher:
         search does (kinds, agents' private folders, retracted facts, `under`, ...): the same
         filter and mask queries, evaluated once per open index and kept as sets of documents.
         """
-        _whoosh()
+        load()
         from whoosh import query as wq
 
         if not scored or not self.searcher.doc_count():
@@ -851,7 +360,7 @@ class Searcher:
                 if m.is_active():
                     m.skip_to(docnum)
                 if m.is_active() and m.id() == docnum:
-                    out.append((_leaf_label(leaf), round(float(m.score()), 4)))
+                    out.append((whoosh_query.leaf_label(leaf), round(float(m.score()), 4)))
             except skip:  # a leaf on a field this index lacks contributes nothing
                 continue
         return tuple(sorted(out, key=lambda x: -x[1]))
@@ -905,7 +414,7 @@ def _open_columns(searcher: Any) -> None:
     deletion, so they are all opened here; one already gone raises FileNotFoundError, which
     `_open` answers by reading the new table of contents.
     """
-    _whoosh()
+    load()
     from whoosh.codec.whoosh3 import LENGTHS_COLUMN, STORED_COLUMN, _lenfield
 
     names = searcher.schema.scorable_names()
@@ -956,12 +465,3 @@ def forget_searcher(vault: Vault) -> None:
     if cached is not None:
         with contextlib.suppress(Exception):
             cached[1].close()
-
-
-def _leaf_label(leaf: Any) -> str:
-    words = getattr(leaf, "words", None)
-    if words:
-        slop = getattr(leaf, "slop", 1)
-        near = f"~{slop}" if slop > 1 else ""
-        return f'{leaf.fieldname}:"{" ".join(words)}"{near}'
-    return f"{leaf.fieldname}:{leaf.text}"

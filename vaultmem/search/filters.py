@@ -20,8 +20,8 @@ from vaultmem.core import clock
 from vaultmem.core.choices import choose
 from vaultmem.core.errors import UsageError
 from vaultmem.core.records import record
-from vaultmem.search import engine
 from vaultmem.search.documents import Kind
+from vaultmem.search.question import Query
 from vaultmem.search.terms import TOKEN as _TOKEN
 
 FILTER_FIELDS = {
@@ -68,7 +68,7 @@ class RecallFilters:
 
 def parse_query(
     text: str, filters: RecallFilters | None = None, *, agent: str | None = None
-) -> engine.Query:
+) -> Query:
     """Split a query into plain words, quoted phrases and `field:value` filters, and add the
     faces' filters; `agent` is who asks (shared documents plus that agent's own folder)."""
     f = filters or RecallFilters()
@@ -123,7 +123,7 @@ def parse_query(
         if not _DATE.fullmatch(since_value):
             raise UsageError(f"--since {since_value!r} is not a date", "use YYYY-MM-DD")
     under_values = tuple(u.strip("/") for u in found["under"] if u.strip("/"))
-    return engine.Query(
+    return Query(
         words=tuple(words),
         phrases=tuple(strict),
         soft_phrases=tuple(phrases),

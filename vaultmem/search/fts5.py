@@ -7,7 +7,7 @@ One database per index generation, `g-<hex>/index.sqlite3`, two tables:
   stores (what a hit shows) and the columns the filters and masks read (kind, type, agent,
   owner, tags, id, status, path, date, hidden, valid_until), as plain SQL columns;
 - `fts`: an FTS5 table over the *analyzed* text of title, heading, desc, tags and body. The
-  vault's own analyzer (`engine.plain_analyzer`: its tokenizer, stop words, Snowball stemmer and
+  vault's own analyzer (`whoosh_analysis.plain_analyzer`: its tokenizer, stop words, Snowball stemmer and
   folding) runs in Python and its terms go in space-joined under FTS5's `ascii` tokenizer, every
   ASCII character of a term but a-z and 0-9 moved into the private use area (`_tok`), so FTS5
   splits on the spaces only: terms, positions and phrases are Whoosh's. Tags are whole,
@@ -49,18 +49,17 @@ from typing import Any
 
 from vaultmem.core.errors import ConfigError
 from vaultmem.core.vault import Vault
-from vaultmem.search.engine import (
-    COVERAGE_POWER,
-    QUERY_STOP,
-    TEXT_FIELDS,
-    TOKEN_PATTERN,
-    Query,
-    RawHit,
+from vaultmem.search.manifest import (
+    CURRENT,
+    Manifest,
     UnprovenIndex,
-    machine_weight,
-    plain_analyzer,
+    index_dir,
+    load_manifest,
+    proven,
 )
-from vaultmem.search.manifest import CURRENT, Manifest, index_dir, load_manifest, proven
+from vaultmem.search.question import Query, scored_words
+from vaultmem.search.scoring import COVERAGE_POWER, TEXT_FIELDS, RawHit, machine_weight
+from vaultmem.search.whoosh_analysis import TOKEN_PATTERN, plain_analyzer
 
 NAME = "fts5"
 DB = "index.sqlite3"
@@ -87,7 +86,7 @@ def _bm25() -> str:
     return "-(" + " + ".join(parts) + ")"
 
 
-# a phrase of several words, in every text column but tags (as engine._phrase)
+# a phrase of several words, in every text column but tags (as whoosh_query.phrase_leaves)
 PHRASE_COLUMNS = "{title heading desc body}"
 
 # the proximity bonus: two query terms next to each other in the body (as engine's
@@ -383,8 +382,7 @@ class Searcher:
         return self._analyze(text)
 
     def plain_terms(self, words: tuple[str, ...]) -> list[str]:
-        kept = [w for w in words if w.lower().strip("?!.,;:'\"") not in QUERY_STOP]
-        terms = [t for w in (kept or words) for t in self.terms(w)]
+        terms = [t for w in scored_words(words) for t in self.terms(w)]
         return terms or [t for w in words for t in self.terms(w)]
 
     def doc_count(self) -> int:

@@ -187,6 +187,11 @@ class Manifest:
 CURRENT: dict[str, str] = {}
 
 
+class UnprovenIndex(ValueError):
+    """The generation folder is not as this machine's last commit left it (see `proven`): it
+    is never opened, by either engine (whoosh unpickles what it reads)."""
+
+
 def index_dir(vault: Vault) -> Path:
     return vault.state(INDEX_DIR)
 

@@ -10,13 +10,12 @@ rank first (`phrase:"..."` must match); `field:value` filters. Sections of one n
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core.errors import PathOutsideVaultError, UsageError
+from vaultmem.core.errors import UsageError
 from vaultmem.core.records import evolve, field, record
 from vaultmem.core.vault import Vault
-from vaultmem.search import backends, engine, refresh
+from vaultmem.search import backends, refresh, snippets
 from vaultmem.search.documents import read_limit
 from vaultmem.search.filters import RecallFilters, parse_query
 from vaultmem.search.modes import (
@@ -28,6 +27,8 @@ from vaultmem.search.modes import (
     resolve_mode,
     why_keyword,
 )
+from vaultmem.search.question import Query
+from vaultmem.search.scoring import RawHit
 from vaultmem.search.terms import cap_query
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
 if TYPE_CHECKING:
     from vaultmem.search.embedder import Model
 
-SNIPPET_CHARS = 240
 # how much the other matching sections of a note add to its best section's score
 SECTION_SUPPORT = 0.05
 # how much a long section's score as a whole adds to its best passage's
@@ -138,59 +138,6 @@ class RecallResult:
             "index": self.index.to_dict(),
             "hits": [h.to_dict(explain=self.explain) for h in self.hits],
         }
-
-
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def _snippet(searcher: backends.Searcher, body: str, wanted: set[str]) -> tuple[str, int]:
-    """The line(s) of `body` that match the most query terms, terms marked **like this**.
-
-    Returns the snippet and the 0-based offset of its first line within the body.
-    """
-    lines = body.splitlines()
-    best, best_i, best_tokens = -1, 0, []
-    # stems keep the start of their word: a line without any term's first letters cannot
-    # match, and skipping it saves analysing (stemming) most lines of a long hit
-    prefixes = {t[:3] for t in wanted}
-    for i, raw in enumerate(lines):
-        line = raw.replace("**", "").replace("__", "")
-        if not line.strip():
-            continue
-        folded = line.lower() if line.isascii() else _fold(line)
-        if best >= 0 and not any(p in folded for p in prefixes):
-            continue
-        tokens = searcher.tokens(line)
-        found = {t for t, _s, _e in tokens if t in wanted}
-        score = len(found) * 10 + sum(1 for t, _s, _e in tokens if t in wanted)
-        if line.lstrip().startswith("#"):  # a heading says less than the text under it
-            score = score // 4
-        if score > best:
-            best, best_i, best_tokens = score, i, tokens
-        if best > 0 and i > 200 and best >= 10 * len(wanted):
-            break
-    if best < 0:
-        return "", 0
-    line = lines[best_i].replace("**", "").replace("__", "")
-    marks = [(s, e) for t, s, e in best_tokens if t in wanted]
-    out, pos = [], 0
-    for s, e in marks:
-        out.append(line[pos:s])
-        out.append(f"**{line[s:e]}**")
-        pos = e
-    out.append(line[pos:])
-    text = "".join(out).strip()
-    if len(text) > SNIPPET_CHARS:
-        first = text.find("**")
-        start = max(0, first - SNIPPET_CHARS // 3) if first >= 0 else 0
-        # never cut inside a marked term
-        cut = text[start : start + SNIPPET_CHARS]
-        if cut.count("**") % 2:
-            cut = cut[: cut.rfind("**")]
-        text = ("…" if start else "") + cut.strip() + "…"
-    return text, best_i
 
 
 def recall(
@@ -299,33 +246,22 @@ def _with_warnings(fresh: refresh.Freshness, extra: tuple[str, ...]) -> refresh.
     return refresh.Freshness(**{**fresh.__dict__, "warnings": (*fresh.warnings, *extra)})
 
 
-def _lines(vault: Vault, rel: str, cache: dict[str, list[str]], start: int, end: int) -> str:
-    """Lines start..end (1-based) of a vault file as it is now, for the snippet."""
-    if rel not in cache:
-        try:
-            data = vault.read_bytes(vault.root / rel, vault.config.recall.max_file_bytes)
-            cache[rel] = data.decode("utf-8", errors="replace").splitlines()
-        except (OSError, PathOutsideVaultError):  # vanished (or became a link out) since
-            cache[rel] = []
-    return "\n".join(cache[rel][max(start, 1) - 1 : end])
-
-
 # (score, best document, priority): the priority orders first, the score within it (a hit's
 # `priority` in --json says so). It is the query's soft phrases the note holds (x PHRASE_FIRST),
 # plus for a short lookup the query terms it holds.
-Ranked = list[tuple[float, engine.RawHit, int]]
-Fused = list[tuple[float, engine.RawHit, int | None, int | None, int]]  # + keyword, dense ranks
+Ranked = list[tuple[float, RawHit, int]]
+Fused = list[tuple[float, RawHit, int | None, int | None, int]]  # + keyword, dense ranks
 PHRASE_FIRST = 1000
 
 
-def _group(raw: list[engine.RawHit], *, support: bool, short: bool = False) -> Ranked:
+def _group(raw: list[RawHit], *, support: bool, short: bool = False) -> Ranked:
     """Sections of one note make one hit (log entries and decisions stay apart), best first.
 
     Keyword scores add up (the best section, some support from the others, the whole long
     section); a cosine does not, so semantic hits keep their best document's. For a `short`
     query (see ALL_TERMS_MAX) notes that hold more of its terms come first.
     """
-    groups: dict[str, list[engine.RawHit]] = {}
+    groups: dict[str, list[RawHit]] = {}
     for h in raw:
         groups.setdefault(_group_key(h), []).append(h)
     scored: Ranked = []
@@ -346,12 +282,12 @@ def _group(raw: list[engine.RawHit], *, support: bool, short: bool = False) -> R
     return scored
 
 
-def _group_key(h: engine.RawHit) -> str:
+def _group_key(h: RawHit) -> str:
     f = h.fields
     return str(f["docid"] if f.get("kind") in _ENTRY_KINDS else f["path"])
 
 
-def _dense(searcher: backends.Searcher, parsed: engine.Query, model: Model) -> Ranked:
+def _dense(searcher: backends.Searcher, parsed: Query, model: Model) -> Ranked:
     from vaultmem.search import vectors
 
     text = " ".join((*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)))
@@ -392,7 +328,7 @@ def _fuse(keyword: Ranked, dense: Ranked) -> Fused:
 
 def _search(
     searcher: backends.Searcher,
-    parsed: engine.Query,
+    parsed: Query,
     *,
     limit: int,
     explain: bool,
@@ -424,11 +360,8 @@ def _search(
     for rank, (score, h, kw_rank, dense_rank, held) in enumerate(ranked[:limit], start=1):
         f = h.fields
         start, end = f.get("lines") or (0, 0)
-        text = _lines(searcher.vault, f["path"], files, int(start), int(end))
-        snippet, _offset = _snippet(searcher, text or f.get("title") or "", wanted)
-        if not snippet and text:  # a semantic hit may share no word with the query
-            first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-            snippet = first[:SNIPPET_CHARS] + ("…" if len(first) > SNIPPET_CHARS else "")
+        text = snippets.lines(searcher.vault, f["path"], files, int(start), int(end))
+        snippet = snippets.for_hit(searcher, text, f.get("title") or "", wanted)
         hits.append(
             Hit(
                 rank=rank,
