@@ -1,4 +1,5 @@
-"""Session transcripts as dialogue: Claude Code JSONL, Codex rollout JSONL, or plain text.
+"""Session transcripts as dialogue: Claude Code JSONL, Codex rollout JSONL, OpenClaw session
+JSONL, or plain text.
 
 `retain --from` and the session-end hook send a session to the model; what the model needs is
 what was said, not the runtime's bookkeeping. A Claude Code transcript line carries uuids, the
@@ -16,8 +17,12 @@ Neither format has an official schema. What this module reads follows community 
 real files (Claude Code: github.com/simonw/claude-code-transcripts and
 github.com/kvsankar/agent-history `docs/specs/agents/formats/claude-code-format.md`; Codex: the
 `RolloutLine` types in github.com/openai/codex `codex-rs/protocol/src/protocol.rs`, described
-in the same agent-history repository's `codex-cli-format.md`). Unknown record types are skipped,
-never fatal.
+in the same agent-history repository's `codex-cli-format.md`; OpenClaw: the session file its
+session manager writes, a `{"type": "session", "version": 4, "id", "cwd"}` header then
+`{"type": "message", "message": {"role", "content"}}` entries, roles user / assistant /
+toolResult, `toolCall` blocks with `name` and `arguments` (openclaw 2026.9.6,
+dist/session-manager-*.mjs); the vaultmem OpenClaw plugin writes the session it is handed in
+that shape). Unknown record types are skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ _EXIT_CODE = re.compile(r"(?:Exit code|exit_code)\"?\s*[:=]\s*(-?\d+)")
 class TranscriptFormat(StrEnum):
     CLAUDE_CODE = "claude-code"
     CODEX = "codex"
+    OPENCLAW = "openclaw"
     TEXT = "text"
 
 
@@ -151,6 +157,14 @@ def detect(records: list[tuple[int, dict[str, Any]]], lines: int) -> TranscriptF
         for _n, r in records
         if r.get("type") in _CLAUDE_TYPES and ("message" in r or r.get("type") != "user")
     )
+    openclaw = sum(
+        1
+        for _n, r in records
+        if (r.get("type") == "message" and isinstance(r.get("message"), dict))
+        or (r.get("type") == "session" and "version" in r)
+    )
+    if openclaw * 2 >= len(records) and openclaw > claude:
+        return TranscriptFormat.OPENCLAW
     if codex >= claude and codex * 2 >= len(records):
         return TranscriptFormat.CODEX
     if claude * 2 >= len(records):
@@ -449,6 +463,81 @@ def _codex(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
     )
 
 
+# --- OpenClaw ---------------------------------------------------------------------------------
+
+_OPENCLAW_EDITS = {"write", "edit", "apply_patch", "multi_edit"}
+
+
+def _openclaw_tool_line(b: _Builder, name: str, args: dict[str, Any]) -> str:
+    target = args.get("path") or args.get("file_path")
+    if name in _OPENCLAW_EDITS and isinstance(target, str):
+        return f"{name} {b.touched(target)}"
+    patch = args.get("input") or args.get("patch")
+    if name == "apply_patch" and isinstance(patch, str):
+        files = [b.touched(f.strip()) for f in _PATCH_FILE.findall(patch)]
+        return f"apply_patch {', '.join(files)}".rstrip()
+    if isinstance(target, str):
+        return f"{name} {b.short(target)}"
+    for key in ("command", "pattern", "url", "query", "description"):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return f"{name}: {_one_line(value)}"
+    return name
+
+
+def _openclaw(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
+    header = next((r for _n, r in records if r.get("type") == "session"), {})
+    cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else None
+    b = _Builder(cwd)
+    for n, r in records:
+        message = r.get("message")
+        if r.get("type") != "message" or not isinstance(message, dict):
+            if r.get("type") != "session":
+                b.drop(f"{r.get('type') or 'unknown'} records")
+            continue
+        time = r.get("timestamp") if isinstance(r.get("timestamp"), str) else None
+        role = message.get("role")
+        content = message.get("content")
+        if role == "toolResult":
+            result = _text_of(content)
+            b.drop("characters of tool output", len(result))
+            failed = bool(message.get("isError"))
+            b.outcome(message.get("toolCallId"), not failed, result if failed else "")
+            continue
+        if role not in ("user", "assistant"):
+            b.drop(f"{role or 'unknown'} messages")
+            continue
+        if isinstance(content, str):
+            b.add(role, content, n, time)
+            continue
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                b.add(role, str(block.get("text", "")), n, time)
+            elif btype == "toolCall":
+                raw = block.get("arguments")
+                args: dict[str, Any] = raw if isinstance(raw, dict) else {}
+                b.tool(block.get("id"), _openclaw_tool_line(b, str(block.get("name")), args), n, time)
+            elif btype in ("thinking", "redacted_thinking"):
+                b.drop("thinking blocks")
+            else:
+                b.drop(f"{btype} blocks")
+    session = header.get("id") if isinstance(header.get("id"), str) else None
+    started = header.get("timestamp") if isinstance(header.get("timestamp"), str) else None
+    return Transcript(
+        TranscriptFormat.OPENCLAW,
+        tuple(b.turns),
+        tuple(b.files),
+        session,
+        cwd,
+        started or next((r["timestamp"] for _n, r in records if isinstance(r.get("timestamp"), str)), None),
+        b.dropped,
+        tuple(b.findings),
+    )
+
+
 # --- entry points -----------------------------------------------------------------------------
 
 
@@ -464,7 +553,8 @@ def _plain(text: str) -> Transcript:
 
 
 def parse_transcript(text: str) -> Transcript:
-    """The session as numbered turns (JSONL from Claude Code or Codex) or lines (anything else)."""
+    """The session as numbered turns (JSONL from Claude Code, Codex or OpenClaw) or lines
+    (anything else)."""
     records = _records(text)
     lines = sum(1 for ln in text.splitlines() if ln.strip())
     kind = detect(records, lines)
@@ -472,6 +562,8 @@ def parse_transcript(text: str) -> Transcript:
         return _claude(records)
     if kind == TranscriptFormat.CODEX:
         return _codex(records)
+    if kind == TranscriptFormat.OPENCLAW:
+        return _openclaw(records)
     return _plain(text)
 
 

@@ -28,6 +28,7 @@ setup_app = typer.Typer(
     epilog=example(
         "vaultmem setup claude-code --agent ella --vault ~/notes/orbit",
         "vaultmem setup codex --agent lyra --dry-run",
+        "vaultmem setup openclaw --agent ella",
         "vaultmem setup generic --agent ella",
     ),
 )
@@ -241,6 +242,43 @@ def setup_cursor(
         v, who, project=(project or Path.cwd()).resolve(), scope=scope, remove=remove
     )
     _finish(plan, dry_run, as_json)
+
+
+@setup_app.command(
+    "openclaw",
+    epilog=example(
+        "vaultmem setup openclaw --agent ella --vault ~/notes/orbit --dry-run",
+        "vaultmem setup openclaw --agent ella --vault ~/notes/orbit",
+        "vaultmem setup openclaw --agent ella --remove",
+    ),
+)
+def setup_openclaw(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="OpenClaw's config file [default: $OPENCLAW_CONFIG_PATH, else ~/.openclaw/openclaw.json].",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    remove: RemoveOpt = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """OpenClaw: vaultmem's memory plugin in the memory slot, and its MCP server, in openclaw.json.
+
+    Before each turn the plugin adds the session pack (first turn) and what other agents logged
+    since (later turns) to the system prompt; after each turn it saves a checkpoint and queues
+    the turn for retention; before a compaction it saves a checkpoint. The memory slot you had
+    is put back by --remove, which gives openclaw.json back byte for byte.
+    """
+    from vaultmem.app.setup.openclaw import plan_openclaw
+
+    v, who = _vault_and_agent(vault, agent)
+    path = config.expanduser().absolute() if config is not None else None
+    _finish(plan_openclaw(v, who, config=path, remove=remove), dry_run, as_json)
 
 
 @setup_app.command(

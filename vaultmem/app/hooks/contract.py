@@ -250,13 +250,20 @@ def transcript_roots(payload: HookInput) -> list[Path]:
     """Where a runtime keeps its transcripts, and the project the hook runs for: the only
     folders a hook reads `transcript_path` from. Claude Code: `~/.claude/projects/` (or
     `$CLAUDE_CONFIG_DIR/projects/`); Codex: `$CODEX_HOME/sessions/` (default `~/.codex/`);
-    Gemini CLI: `~/.gemini/tmp/`; the project is the payload's `cwd` when it is a folder other
+    Gemini CLI: `~/.gemini/tmp/`; OpenClaw: `~/.openclaw/vaultmem/transcripts/` (what the vaultmem
+    plugin writes; `$OPENCLAW_STATE_DIR/vaultmem/transcripts/` when that is set); the project is the payload's `cwd` when it is a folder other
     than `/` or the home folder itself."""
     home = Path.home()
     roots = [home / ".claude" / "projects", home / ".codex" / "sessions", home / ".gemini" / "tmp"]
     for var, sub in (("CLAUDE_CONFIG_DIR", "projects"), ("CODEX_HOME", "sessions")):
         if os.environ.get(var):
             roots.append(Path(os.environ[var]).expanduser() / sub)
+    # the transcripts the vaultmem OpenClaw plugin writes, in OpenClaw's state folder
+    # (OPENCLAW_STATE_DIR, else OPENCLAW_HOME or HOME, then .openclaw)
+    state = (os.environ.get("OPENCLAW_STATE_DIR") or "").strip()
+    base = (os.environ.get("OPENCLAW_HOME") or "").strip()
+    claw = Path(state).expanduser() if state else (Path(base).expanduser() if base else home) / ".openclaw"
+    roots.append(claw / "vaultmem" / "transcripts")
     if payload.cwd:
         project = Path(payload.cwd).expanduser()
         if project.is_absolute() and project.is_dir():

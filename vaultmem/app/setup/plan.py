@@ -16,6 +16,7 @@ Each runtime gets the pieces it documents, merged into the files people already 
 - **cursor** (https://cursor.com/docs/context/mcp, .../context/rules): the MCP server in
   `.cursor/mcp.json` and an always-applied rule `.cursor/rules/vaultmem.mdc`.
 - **generic**: the instruction block and an MCP JSON snippet, printed for any client.
+- **openclaw**: `app.setup.openclaw` (the memory plugin and the MCP server in openclaw.json).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Runtime(StrEnum):
     GEMINI = "gemini"
     CURSOR = "cursor"
     GENERIC = "generic"
+    OPENCLAW = "openclaw"
 
 
 class SetupScope(StrEnum):
