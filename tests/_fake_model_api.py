@@ -4,7 +4,7 @@ Code) and the Responses API (Codex), one server, every request body recorded.
 What the "model" does is scripted by the prompt itself, so a test reads as what a user types:
 
 - `[[bash: COMMAND]]` in the newest user message: the model runs COMMAND with the runtime's
-  shell tool (Claude Code `Bash`, Codex `shell` / `exec_command`);
+  shell tool (Claude Code `Bash`, Codex `shell` / `exec_command`, OpenClaw `exec`);
 - `[[tool: NAME {JSON}]]`: the model calls the tool whose name ends with NAME (an MCP tool:
   `mcp__vaultmem__read` in Claude Code, `mcp__vaultmem__read` or `vaultmem__read` in Codex),
   with the JSON arguments;
@@ -71,11 +71,25 @@ def _texts(content: Any) -> Iterator[tuple[str, str]]:
             yield "result", json.dumps(block)
 
 
+OPENCLAW_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+
+
+def _runtime_context(content: Any) -> bool:
+    """A message OpenClaw adds after the person's turn (its own runtime context)."""
+    texts = [t for k, t in _texts(content) if k == "text"]
+    return bool(texts) and all(t.lstrip().startswith(OPENCLAW_CONTEXT) for t in texts)
+
+
 def last_turn(body: dict[str, Any]) -> tuple[str, bool]:
     """(the newest user text, whether the newest item is a tool's result that was no wait)."""
     if "messages" in body:  # Messages API
-        # Claude Code appends a `system` message (the environment) after the user's turn
-        items = [m for m in body["messages"] if m.get("role") != "system"]
+        # Claude Code appends a `system` message (the environment) after the user's turn;
+        # OpenClaw a user message of its own runtime context (exec sessions, subagents)
+        items = [
+            m
+            for m in body["messages"]
+            if m.get("role") != "system" and not _runtime_context(m.get("content"))
+        ]
         parts = [list(_texts(m.get("content"))) for m in items]
         last = parts[-1] if parts else []
         result = any(k == "result" for k, _ in last)
@@ -126,6 +140,8 @@ def decide(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
             return "Bash", {"command": arg, "description": "run it"}
         if "exec_command" in names:
             return "exec_command", {"cmd": arg}
+        if "exec" in names:  # OpenClaw's shell tool (docs/tools/exec.md: `command`)
+            return "exec", {"command": arg}
         return "shell", {"command": ["bash", "-lc", arg]}
     name, _, raw = arg.strip().partition(" ")
     args = json.loads(raw) if raw.strip() else {}

@@ -519,7 +519,9 @@ def _openclaw(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
             elif btype == "toolCall":
                 raw = block.get("arguments")
                 args: dict[str, Any] = raw if isinstance(raw, dict) else {}
-                b.tool(block.get("id"), _openclaw_tool_line(b, str(block.get("name")), args), n, time)
+                b.tool(
+                    block.get("id"), _openclaw_tool_line(b, str(block.get("name")), args), n, time
+                )
             elif btype in ("thinking", "redacted_thinking"):
                 b.drop("thinking blocks")
             else:
@@ -532,7 +534,8 @@ def _openclaw(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
         tuple(b.files),
         session,
         cwd,
-        started or next((r["timestamp"] for _n, r in records if isinstance(r.get("timestamp"), str)), None),
+        started
+        or next((r["timestamp"] for _n, r in records if isinstance(r.get("timestamp"), str)), None),
         b.dropped,
         tuple(b.findings),
     )

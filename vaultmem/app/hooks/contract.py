@@ -262,7 +262,11 @@ def transcript_roots(payload: HookInput) -> list[Path]:
     # (OPENCLAW_STATE_DIR, else OPENCLAW_HOME or HOME, then .openclaw)
     state = (os.environ.get("OPENCLAW_STATE_DIR") or "").strip()
     base = (os.environ.get("OPENCLAW_HOME") or "").strip()
-    claw = Path(state).expanduser() if state else (Path(base).expanduser() if base else home) / ".openclaw"
+    claw = (
+        Path(state).expanduser()
+        if state
+        else (Path(base).expanduser() if base else home) / ".openclaw"
+    )
     roots.append(claw / "vaultmem" / "transcripts")
     if payload.cwd:
         project = Path(payload.cwd).expanduser()

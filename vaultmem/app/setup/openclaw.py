@@ -200,7 +200,7 @@ def plan_openclaw(
     notes: list[str] = []
 
     def edit(text: str | None) -> str | None:
-        source, _root = sf._doc(text, path)  # noqa: SLF001 (the same checks as every JSON file)
+        source, _root = sf._doc(text, path)
         entry = _value(source, _ENTRY, path)
         if entry is not None and not _ours(entry):
             raise RefusedError(
@@ -232,7 +232,7 @@ def plan_openclaw(
             source = remove_at(source, _ENTRY, path)
             if existing_server is not None:
                 source = remove_at(source, _SERVER, path)
-            return sf._empty_to_none(source)  # noqa: SLF001
+            return sf._empty_to_none(source)
         previous = before if slot == PLUGIN_ID else slot
         new_entry = plugin_entry(vault, agent, argv, previous)
         allow = _value(source, _ALLOW, path)

@@ -25,6 +25,7 @@
 // reason goes to OpenClaw's log (and vaultmem's .vaultmem/hooks.log).
 
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -150,13 +151,39 @@ export function addDelta(state, context) {
 
 // --- the transcript the stop / pre-compact / session-end hooks read ---------------------------
 
-function writeTranscript(ctx, messages) {
+// A turn's first-seen time, kept in the session's state: `agent_end` hands the current user
+// message with the time the run took it, and later turns' history carries the same message
+// with the time OpenClaw admitted it (measured: 4 s apart). vaultmem's retention ledger knows a
+// turn by role, time and text, so a turn keeps the time it was first written with and is
+// queued once.
+function stableTimes(state, messages, now) {
+  const times = (state.times = state.times || {});
+  const seen = {};
+  return messages.map((message) => {
+    const own = message && typeof message.timestamp === "number" ? new Date(message.timestamp).toISOString() : now;
+    const text = JSON.stringify([message && message.role, plain(message && message.content), message && message.toolCallId]);
+    const digest = createHash("sha1").update(text).digest("hex").slice(0, 16);
+    const k = (seen[digest] = (seen[digest] || 0) + 1);
+    const key = `${digest}#${k}`;
+    if (!times[key]) times[key] = own;
+    return times[key];
+  });
+}
+
+// what a message says, the same whether OpenClaw hands its content as a string or as blocks
+function plain(content) {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map((b) => (b && (b.type === "text" ? b.text : b.type === "toolCall" ? `tool:${b.id}` : "")) || "").join("\n");
+}
+
+function writeTranscript(ctx, messages, state) {
   const file = path.join(stateRoot(), "transcripts", safe(ctx.agentId || "main"), `${safe(ctx.sessionId || ctx.sessionKey)}.jsonl`);
   const now = new Date().toISOString();
-  const lines = [JSON.stringify({ type: "session", version: 4, id: ctx.sessionId || null, timestamp: now, cwd: ctx.workspaceDir || null })];
+  const times = stableTimes(state, messages, now);
+  const lines = [JSON.stringify({ type: "session", version: 4, id: ctx.sessionId || null, timestamp: times[0] || now, cwd: ctx.workspaceDir || null })];
   messages.forEach((message, i) => {
-    const at = message && typeof message.timestamp === "number" ? new Date(message.timestamp).toISOString() : now;
-    lines.push(JSON.stringify({ type: "message", id: `m${i + 1}`, parentId: i ? `m${i}` : null, timestamp: at, message }));
+    lines.push(JSON.stringify({ type: "message", id: `m${i + 1}`, parentId: i ? `m${i}` : null, timestamp: times[i], message }));
   });
   writeAtomic(file, lines.join("\n") + "\n");
   return file;
@@ -188,9 +215,9 @@ const plugin = {
     api.on("before_prompt_build", async (event, ctx) => {
       const file = sessionFile(ctx);
       let state = loadSession(file);
-      if (!state) {
+      if (!state || !state.packed) {
         const started = await hook("session-start", { hook_event_name: "SessionStart", source: "startup" }, ctx);
-        state = { pack: started.context, deltas: [], dropped: 0 };
+        state = { ...(state || {}), pack: started.context, deltas: [], dropped: 0, packed: true };
       }
       const prompt = typeof event.currentUserMessage === "string" ? event.currentUserMessage : event.prompt;
       const turn = await hook("prompt", { hook_event_name: "UserPromptSubmit", prompt: prompt || "" }, ctx);
@@ -206,9 +233,12 @@ const plugin = {
 
     api.on("agent_end", async (event, ctx) => {
       if (!Array.isArray(event.messages) || !event.messages.length) return;
+      const file = sessionFile(ctx);
+      const state = loadSession(file) || { pack: "", deltas: [], dropped: 0 };
       let transcript;
       try {
-        transcript = writeTranscript(ctx, event.messages);
+        transcript = writeTranscript(ctx, event.messages, state);
+        writeAtomic(file, JSON.stringify(state));
       } catch (err) {
         log.warn?.(`vaultmem: could not write the transcript: ${err}`);
         return;
@@ -219,7 +249,10 @@ const plugin = {
 
     api.on("before_compaction", async (event, ctx) => {
       if (!Array.isArray(event.messages) || !event.messages.length) return;
-      const transcript = writeTranscript(ctx, event.messages);
+      const file = sessionFile(ctx);
+      const state = loadSession(file) || { pack: "", deltas: [], dropped: 0 };
+      const transcript = writeTranscript(ctx, event.messages, state);
+      writeAtomic(file, JSON.stringify(state));
       await hook("pre-compact", { hook_event_name: "PreCompact", transcript_path: transcript, trigger: "auto" }, ctx);
     });
 
