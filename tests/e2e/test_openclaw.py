@@ -154,10 +154,8 @@ def test_a_later_turn_gets_what_is_new_once_and_keeps_one_pack(
     assert packs_in(seen) == 1
     # each turn queued once: the ledger knows the turns already queued
     queue = vault / ".vaultmem" / "queue" / "ella"
-    turns = [json.loads(p.read_text())["transcript"] for p in sorted(queue.glob("*.json"))]
-    requests = [
-        t["text"] for part in turns for t in (part.get("turns") or []) if t["role"] == "user"
-    ]
+    queued = [json.loads(p.read_text()) for p in sorted(queue.glob("*.json"))]
+    requests = [t["text"] for q in queued for t in q["turns"] if t["role"] == "user"]
     assert requests == ["First turn.", "Second turn.", "Third turn."], requests
 
 

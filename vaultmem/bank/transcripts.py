@@ -23,6 +23,10 @@ session manager writes, a `{"type": "session", "version": 4, "id", "cwd"}` heade
 toolResult, `toolCall` blocks with `name` and `arguments` (openclaw 2026.9.6,
 dist/session-manager-*.mjs); the vaultmem OpenClaw plugin writes the session it is handed in
 that shape). Unknown record types are skipped, never fatal.
+
+Why this module is long: one reader per runtime's format (Claude Code, Codex, OpenClaw) over
+one shared `_Builder` (redaction, tool outcomes folded into their call, files touched); split
+by format, each reader would import the builder's private helpers back from here.
 """
 
 from __future__ import annotations
