@@ -17,7 +17,17 @@ from typing import Any
 
 from tests._cli import run_cli
 from tests._fake_model_api import FakeModelAPI
-from tests.e2e._runtimes import BIN, NODE_BIN, PACK, Run, base_env, make_keys, packs_in, require
+from tests.e2e._runtimes import (
+    BIN,
+    NODE_BIN,
+    PACK,
+    Run,
+    base_env,
+    make_keys,
+    packs_in,
+    require,
+    tool_results,
+)
 from tests.e2e.test_claude_code import vaultmem_append
 
 MODEL = "fake-model"
@@ -170,12 +180,13 @@ def test_the_model_acks_a_handoff_from_its_shell(api: FakeModelAPI, vault: Path)
     oc.setup(vault, "ella")
     cmd = f'{VAULTMEM} append "Deployed the refund webhook" --type ack --ack {handoff["id"]}'
     oc.run(f"Deploy it and ack. [[bash: {cmd}]]")
-    res = run_cli("log", "--json", "--vault", str(vault), "--agent", "lyra")
+    # the model's shell ran the append as ella, acking lyra's handoff
+    live = (vault / "nexus" / "live-context.md").read_text()
+    assert "Deployed the refund webhook" in live, (tool_results(api), _hooks_log(vault))
+    assert any(r.startswith("ella.") for r in tool_results(api)), tool_results(api)
+    res = run_cli("inbox", "--json", "--vault", str(vault), "--agent", "ella")
     assert res.exit_code == 0, res.stderr
-    assert "Deployed the refund webhook" in res.stdout, (res.stdout[-2000:], _hooks_log(vault))
-    entries = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
-    ack = [e for e in entries if "Deployed the refund webhook" in json.dumps(e)]
-    assert ack and '"ella"' in json.dumps(ack[0])
+    assert str(handoff["id"]) not in res.stdout  # acked: no longer waiting for ella
 
 
 def _hooks_log(vault: Path) -> str:
