@@ -162,20 +162,34 @@ def _turns_out(t: Transcript) -> list[dict[str, Any]]:
 
 
 def enqueue(
-    vault: Vault, agent: str, transcript: Transcript, label: str, session_id: str | None
+    vault: Vault,
+    agent: str,
+    transcript: Transcript,
+    label: str,
+    session_id: str | None,
+    *,
+    grow: bool = False,
 ) -> Queued | None:
     """Queue the turns of a parsed session that were never queued before; None when there
     are none, or they hold no request yet (they are queued with the next ones).
 
     A resumed or compacted session ends again with the whole transcript: the agent's ledger
     (`.vaultmem/queue/AGENT.ledger.json`, one key per turn: role, time and text) keeps each
-    turn from being queued, sent and counted as evidence twice."""
+    turn from being queued, sent and counted as evidence twice.
+
+    With `grow` (a runtime that hands over one turn at a time: Hermes Agent's `sync_turn`),
+    the turns join the session's queue file when it has one that no `retain --queued` has
+    tried yet, so a session is still one request to the model, not one per turn."""
     agent = vault.require_agent(agent)
     ledger = _load_ledger(vault, agent)
     fresh = tuple(t for t in transcript.turns if turn_key(t) not in ledger)
     part = evolve(transcript, turns=fresh)
     if not part.turns or (part.format != TranscriptFormat.TEXT and not part.requests()):
         return None
+    if grow and session_id:
+        grown = _grow(vault, agent, part, session_id, ledger)
+        if grown is not None:
+            return grown
     stamp = clock.stamp().replace(":", "")
     name = _SAFE.sub("-", f"{stamp}-{session_id or 'session'}")[:120] + ".json"
     path = queue_dir(vault, agent) / name
@@ -198,6 +212,33 @@ def enqueue(
     # after the queue file: a crash in between queues these turns again, never loses them
     _save_ledger(vault, agent, [*ledger, *(turn_key(t) for t in fresh)])
     return _queued_from(path, record)
+
+
+def _grow(
+    vault: Vault, agent: str, part: Transcript, session_id: str, ledger: dict[str, None]
+) -> Queued | None:
+    """Add `part`'s turns to the session's untried queue file, under the queue's lock (a
+    `retain --queued` that holds it may be sending the file: then a new file is written)."""
+    from vaultmem.core.locking import lock_path, release, try_exclusive
+
+    held = try_exclusive(lock_path(vault, "retain-queue"))
+    if held is None:
+        return None
+    try:
+        for item in reversed(queued(vault, agent)):
+            if item.session_id != session_id or item.attempts or item.last_error:
+                continue
+            data = json.loads(item.path.read_bytes())
+            start = len(data.get("turns") or [])
+            turns = [evolve(t, n=start + i) for i, t in enumerate(part.turns, 1)]
+            data["turns"] = [*data.get("turns", []), *_turns_out(evolve(part, turns=tuple(turns)))]
+            data["files"] = list(dict.fromkeys([*data.get("files", []), *part.files]))
+            atomic_write(item.path, json.dumps(data, ensure_ascii=False) + "\n", mode=0o600)
+            _save_ledger(vault, agent, [*ledger, *(turn_key(t) for t in part.turns)])
+            return _queued_from(item.path, data)
+        return None
+    finally:
+        release(held)
 
 
 LEDGER_KEEP = 50_000  # turn keys a ledger keeps (the oldest go first)

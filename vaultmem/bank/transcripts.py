@@ -65,6 +65,7 @@ class TranscriptFormat(StrEnum):
     CLAUDE_CODE = "claude-code"
     CODEX = "codex"
     OPENCLAW = "openclaw"
+    HERMES = "hermes"  # Hermes Agent's OpenAI-style messages, handed over in process
     TEXT = "text"
 
 
@@ -542,6 +543,53 @@ def _openclaw(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
         or next((r["timestamp"] for _n, r in records if isinstance(r.get("timestamp"), str)), None),
         b.dropped,
         tuple(b.findings),
+# --- Hermes Agent (OpenAI chat messages) ------------------------------------------------------
+
+
+_MEMORY_CONTEXT = re.compile(r"<memory-context>.*?</memory-context>", re.DOTALL)
+
+
+def from_messages(
+    messages: list[Any],
+    *,
+    first_line: int = 1,
+    time: str | None = None,
+    session_id: str | None = None,
+) -> Transcript:
+    """OpenAI-style chat messages as turns: what Hermes Agent hands a memory provider's
+    `sync_turn(..., messages=...)` and `on_session_end(messages)` (agent/memory_provider.py in
+    hermes-agent 0.19.0). `user` and `assistant` text is kept (an injected
+    `<memory-context>` block, which Hermes adds to the API copy only, is dropped if present),
+    each `tool_calls` item folds into one tool line and its `tool` message into that line's
+    outcome, `system` messages are left out. A turn's `line` is its message's place in the
+    session, counted from `first_line`."""
+    b = _Builder(None)
+    for offset, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        line = first_line + offset
+        role = message.get("role")
+        content = message.get("content")
+        if role == "user":
+            b.add("user", _MEMORY_CONTEXT.sub("", _text_of(content)), line, time)
+        elif role == "assistant":
+            b.add("assistant", _text_of(content), line, time)
+            for call in message.get("tool_calls") or ():
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict):
+                    b.tool(call.get("id"), _codex_call(b, fn), line, time)
+        elif role == "tool":
+            ok, detail = _codex_outcome(_text_of(content))
+            b.outcome(message.get("tool_call_id"), ok, detail)
+        else:
+            b.drop(f"{role or 'unknown'} messages")
+    return Transcript(
+        TranscriptFormat.HERMES,
+        tuple(b.turns),
+        tuple(b.files),
+        session_id,
+        dropped=b.dropped,
+        redactions=tuple(b.findings),
     )
 
 

@@ -297,6 +297,44 @@ def setup_generic(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonO
         emit(plan.printed)
 
 
+@setup_app.command(
+    "hermes",
+    epilog=example(
+        "vaultmem setup hermes --agent lyra --vault ~/notes/orbit --dry-run",
+        "vaultmem setup hermes --agent lyra --remove",
+    ),
+)
+def setup_hermes(
+    hermes_home: Annotated[
+        Path | None,
+        typer.Option(
+            "--hermes-home",
+            help="Hermes Agent's home folder [default: $HERMES_HOME, else ~/.hermes].",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    remove: RemoveOpt = False,
+    vault: VaultOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Hermes Agent: vaultmem as its memory provider, in process (no command per turn).
+
+    Writes the plugin folder plugins/vaultmem/ in Hermes's home (a shim that loads this
+    vaultmem from where it is installed) and sets memory.provider: vaultmem in its
+    config.yaml, in place; --remove gives config.yaml back byte for byte and deletes the
+    folder; --dry-run prints the changes as a diff.
+    """
+    from vaultmem.app.setup.hermes import hermes_home as home_of
+    from vaultmem.app.setup.hermes import plan_hermes
+    from vaultmem.core.config import ENV_HERMES_HOME, env
+
+    v, who = _vault_and_agent(vault, agent)
+    home = hermes_home.expanduser().resolve() if hermes_home else home_of(env(ENV_HERMES_HOME))
+    _finish(plan_hermes(v, who, home=home, remove=remove), dry_run, as_json)
+
+
 @commands.command(
     epilog=example(
         'echo \'{"hook_event_name": "UserPromptSubmit", "prompt": "hi"}\' | '

@@ -25,6 +25,7 @@ ENV_ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
 ENV_ANTHROPIC_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_EDITOR = "EDITOR"
 ENV_CODEX_HOME = "CODEX_HOME"  # where Codex keeps config.toml (default ~/.codex)
+ENV_HERMES_HOME = "HERMES_HOME"  # where Hermes Agent keeps config.yaml (default ~/.hermes)
 # crash tests only: `step:N` kills this process (SIGKILL) just before its Nth step (a rename,
 # link or durable append); tests/integration/test_crash.py runs real commands at each N
 ENV_CRASH_AT = "VAULTMEM_CRASH_AT"
@@ -485,6 +486,23 @@ def env_crash_stage() -> str | None:
 
 def env_debug() -> bool:
     return (env(ENV_DEBUG) or "").lower() in {"1", "true", "yes", "on"}
+
+
+_PYTHON: list[str] = []  # set by use_python: vaultmem runs inside another program's Python
+
+
+def python() -> str:
+    """The Python that runs vaultmem's own processes (the background sync, `retain --queued`,
+    the commands a hint tells a model to run): this process's, unless vaultmem was loaded into
+    another program's interpreter (Hermes Agent's memory provider, `mcp/hermes.py`), which
+    names vaultmem's own with `use_python`."""
+    import sys
+
+    return _PYTHON[0] if _PYTHON else sys.executable
+
+
+def use_python(path: str) -> None:
+    _PYTHON[:] = [path]
 
 
 def home_dir() -> Path:

@@ -238,7 +238,9 @@ def start_sync(vault: Vault) -> bool:
     except (OSError, VaultmemError):
         return False
     try:
-        argv = [sys.executable, "-m", "vaultmem", "sync", "--vault", str(vault.root)]
+        from vaultmem.core.config import python
+
+        argv = [python(), "-m", "vaultmem", "sync", "--vault", str(vault.root)]
         return _popen_detached(argv, stdin=None, stderr=err, cwd=str(vault.root))
     finally:
         os.close(err)

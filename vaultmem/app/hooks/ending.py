@@ -5,12 +5,15 @@ session in local state (`.vaultmem/sessions/AGENT-history.jsonl`, never on the l
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.app.hooks.contract import HookInput, Outcome, transcript_file, write_log
 from vaultmem.app.hooks.events import MAX_FILES, load_session
 from vaultmem.core import clock
 from vaultmem.core.vault import Vault
+
+if TYPE_CHECKING:
+    from vaultmem.bank.retention import Queued
 
 HISTORY_MAX_BYTES = 1 << 20  # then the history moves to .1
 
@@ -39,6 +42,20 @@ def session_end(vault: Vault, agent: str, payload: HookInput) -> Outcome:
                 f"queued {vault.rel(queued.path)} ({len(queued.transcript.turns)} new of "
                 f"{len(t.turns)} turns) for retain --queued",
             )
+    finish_session(vault, agent, payload, turns, files, queued)
+    return Outcome()
+
+
+def finish_session(
+    vault: Vault,
+    agent: str,
+    payload: HookInput,
+    turns: int,
+    files: tuple[str, ...],
+    queued: Queued | None,
+) -> None:
+    """Record the ended session in local state and start `retain --queued` for what it queued
+    (the session-end hook, and Hermes Agent's `on_session_end` in process)."""
     session = load_session(vault, agent)
     record = {
         "session_id": payload.session_id,
@@ -54,7 +71,6 @@ def session_end(vault: Vault, agent: str, payload: HookInput) -> Outcome:
     _append_history(vault, agent, record)
     if queued is not None:
         _start_retention(vault, agent, payload, queued.chars)
-    return Outcome()
 
 
 def _append_history(vault: Vault, agent: str, record: dict[str, Any]) -> None:
@@ -85,15 +101,15 @@ def _start_retention(vault: Vault, agent: str, payload: HookInput, chars: int) -
         )
         return
     import subprocess
-    import sys
 
     from vaultmem.app.hooks.contract import log_path
+    from vaultmem.core.config import python
 
     log = log_path(vault)
     try:
         with open(log, "a", encoding="utf-8") as out:
             subprocess.Popen(
-                [sys.executable, "-m", "vaultmem", "retain", "--queued", "--agent", agent,
+                [python(), "-m", "vaultmem", "retain", "--queued", "--agent", agent,
                  "--vault", str(vault.root)],
                 stdin=subprocess.DEVNULL,
                 stdout=out,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.app.hooks.contract import (
     HookEvent,
@@ -42,6 +42,9 @@ from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
 from vaultmem.nexus.coord import awaits_ack
 from vaultmem.nexus.shown import ShowCheck
+
+if TYPE_CHECKING:
+    from vaultmem.bank.transcripts import Transcript
 
 AUTO_MARK = "(Written by the vaultmem {event} hook; `vaultmem checkpoint` replaces it.)"
 SESSION_CHANNEL = "session"
@@ -366,8 +369,6 @@ def prompt(vault: Vault, agent: str, payload: HookInput) -> Outcome:
 
 def checkpoint(vault: Vault, agent: str, payload: HookInput, event: HookEvent) -> Outcome:
     from vaultmem.bank.transcripts import parse_transcript, read_tail
-    from vaultmem.nexus import checkpoints as checkpoints_mod
-    from vaultmem.nexus.checkpoints import show_checkpoint
 
     path = transcript_file(payload)
     if path is None:
@@ -376,15 +377,32 @@ def checkpoint(vault: Vault, agent: str, payload: HookInput, event: HookEvent) -
         )
         return Outcome()
     tail, first_time = read_tail(path)
-    t = parse_transcript(tail)
+    checkpoint_from(vault, agent, parse_transcript(tail), payload.session_id, first_time, event)
+    return Outcome()
+
+
+def checkpoint_from(
+    vault: Vault,
+    agent: str,
+    t: Transcript,
+    session_id: str | None,
+    first_time: str | None,
+    event: HookEvent,
+) -> None:
+    """The automatic checkpoint from a session's turns (a transcript's tail, or the messages
+    a runtime hands over in process: Hermes Agent), unless the agent wrote its own checkpoint
+    during this session."""
+    from vaultmem.nexus import checkpoints as checkpoints_mod
+    from vaultmem.nexus.checkpoints import show_checkpoint
+
     last = t.last_request
     if not last and not t.files:
-        return Outcome()
+        return
     mark = AUTO_MARK.format(event=event.value)
     existing = show_checkpoint(vault, agent)
     session = load_session(vault, agent)
     started = (
-        (session.get("started") if session.get("session_id") == payload.session_id else None)
+        (session.get("started") if session.get("session_id") == session_id else None)
         or first_time
         or t.started
     )
@@ -399,8 +417,8 @@ def checkpoint(vault: Vault, agent: str, payload: HookInput, event: HookEvent) -
         and updated
         and updated >= begun.replace(microsecond=0)
     ):
-        return Outcome()  # the agent keeps its own checkpoint this session: leave it alone
-    sid = payload.session_id or t.session_id or "?"
+        return  # the agent keeps its own checkpoint this session: leave it alone
+    sid = session_id or t.session_id or "?"
     request = " ".join((last or "").split())
     if len(request) > MAX_REQUEST_CHARS:
         request = request[: MAX_REQUEST_CHARS - 1] + "…"
@@ -417,9 +435,8 @@ def checkpoint(vault: Vault, agent: str, payload: HookInput, event: HookEvent) -
     first = " ".join((t.first_request or "").split())[:120] or None
     task = existing.task if (same_session or not ours) and existing.task else first
     if existing.exists and existing.text == text and existing.task == task:
-        return Outcome()
+        return
     checkpoints_mod.checkpoint(vault, agent, text, task=task, next_steps=existing.next)
-    return Outcome()
 
 
 def _pre_compact(vault: Vault, agent: str, payload: HookInput) -> Outcome:

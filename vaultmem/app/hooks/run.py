@@ -18,7 +18,7 @@ from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
 
 
-def _describe(exc: BaseException) -> tuple[str, str]:
+def describe(exc: BaseException) -> tuple[str, str]:
     """(one line for people, the record for the log)."""
     if isinstance(exc, VaultmemError):
         return exc.message, f"{exc.kind} (exit {exc.exit_code}): {exc}"
@@ -66,7 +66,7 @@ def run_hook(
     except BaseException as exc:  # a hook never breaks the session: every failure is logged
         if isinstance(exc, SystemExit):
             exc = RuntimeError(f"exit {exc.code}")
-        short, record = _describe(exc)
+        short, record = describe(exc)
         where = write_log(vault, event, payload, agent, record)
         line = f"vaultmem hook {event}: {short} (details in {where})"
         stdout = ""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,7 +34,9 @@ class Invocation:
 def executable() -> list[str]:
     """This install's vaultmem: the console script next to this Python (a venv), or
     `python -m vaultmem` with this Python's absolute path."""
-    here = Path(sys.executable)
+    from vaultmem.core.config import python
+
+    here = Path(python())
     for name in ("vaultmem", "vaultmem.exe"):
         script = here.parent / name
         if script.is_file():

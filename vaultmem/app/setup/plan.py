@@ -63,6 +63,7 @@ class Runtime(StrEnum):
     CURSOR = "cursor"
     GENERIC = "generic"
     OPENCLAW = "openclaw"
+    HERMES = "hermes"  # app.setup.hermes
 
 
 class SetupScope(StrEnum):
