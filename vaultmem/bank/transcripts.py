@@ -22,11 +22,12 @@ session manager writes, a `{"type": "session", "version": 4, "id", "cwd"}` heade
 `{"type": "message", "message": {"role", "content"}}` entries, roles user / assistant /
 toolResult, `toolCall` blocks with `name` and `arguments` (openclaw 2026.9.6,
 dist/session-manager-*.mjs); the vaultmem OpenClaw plugin writes the session it is handed in
-that shape). Unknown record types are skipped, never fatal.
+that shape). Unknown record types are skipped, never fatal. Hermes Agent hands its OpenAI-style
+messages over in process (`from_messages`).
 
-Why this module is long: one reader per runtime's format (Claude Code, Codex, OpenClaw) over
-one shared `_Builder` (redaction, tool outcomes folded into their call, files touched); split
-by format, each reader would import the builder's private helpers back from here.
+Why this module is long: one reader per runtime's format (Claude Code, Codex, OpenClaw, Hermes's
+messages) over one shared `_Builder` (redaction, tool outcomes folded into their call, files
+touched); split by format, each reader would import the builder's private helpers back from here.
 """
 
 from __future__ import annotations
