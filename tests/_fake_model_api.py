@@ -48,12 +48,15 @@ class Call:
     def main(self) -> bool:
         """A call of the runtime's agent loop (it offers tools), not a side call (titles,
         summaries) nor vaultmem's own retention (the `anthropic` Python client)."""
-        return bool(self.body.get("tools")) and not self.agent.lower().startswith("anthropic/")
+        return bool(self.body.get("tools")) and not self.retention
 
     @property
     def retention(self) -> bool:
-        """A call vaultmem itself made (`retain --queued` through the `anthropic` client)."""
-        return self.agent.lower().startswith("anthropic/")
+        """A call vaultmem itself made (`retain --queued` through the `anthropic` client, one
+        forced tool: core/llm.py). Hermes Agent's loop uses the same client, never forced."""
+        choice = self.body.get("tool_choice")
+        forced = not isinstance(choice, dict) or choice.get("type") == "tool"
+        return self.agent.lower().startswith("anthropic/") and forced
 
 
 def _texts(content: Any) -> Iterator[tuple[str, str]]:
