@@ -122,7 +122,11 @@ def test_each_turn_joins_the_session_queue_file_redacted(v: Vault) -> None:
     one = turn("Fix the refund rounding", "Done: amounts stay in cents.")
     p.sync_turn("Fix the refund rounding", "Done", session_id="s1", messages=one)
     key = "sk-ant-api03-" + "A" * 90
-    two = [*one, {"role": "user", "content": f"Use key {key}"}, {"role": "assistant", "content": "No."}]
+    two = [
+        *one,
+        {"role": "user", "content": f"Use key {key}"},
+        {"role": "assistant", "content": "No."},
+    ]
     p.sync_turn("Use key", "No.", session_id="s1", messages=two)
     items = queued(v, "lyra")
     assert len(items) == 1 and items[0].session_id == "s1"  # one file for the session
