@@ -100,3 +100,27 @@ def test_the_first_request_has_the_pack_and_the_handoff_and_the_turn_is_queued(
         time.sleep(0.5)
     else:
         raise AssertionError("no turn was queued for retention")
+
+
+def test_the_next_session_gets_a_new_entry_once_and_not_the_handoff_it_acked(
+    api: FakeModelAPI, vault: Path, tmp_path: Path
+) -> None:
+    """The seed's night and morning: Lyra (Hermes) acks Ella's handoff with the provider's
+    tool; Ella logs a fix overnight; Lyra's next session (a new `hermes -z`) has the fix in its
+    first request exactly once, and the handoff no more."""
+    make_keys(vault, "ella", "lyra")
+    handoff = vaultmem_append(vault, "ella", "Refund endpoint ready for the web", "handoff")
+    hermes = Hermes(api, Path.home(), tmp_path / "web")
+    hermes.setup(vault, "lyra")
+    args = json.dumps({"ids": [handoff["id"]], "summary": "Refund button follows the endpoint"})
+    hermes.run(f"Handle the handoff. [[tool: ack {args}]]")
+    res = run_cli("log", "--vault", str(vault), "--agent", "lyra", "--json")
+    acks = [e for e in json.loads(res.stdout)["entries"] if e["type"] == "ack"]
+    assert acks and acks[-1]["acks"] == [handoff["id"]] and acks[-1]["agent"] == "lyra"
+    night = len(api.main_calls())
+    vaultmem_append(vault, "ella", "Webhook retries fixed at 2 a.m.", "fix")
+    hermes.run("Good morning: what is new?")
+    morning = api.main_calls()[night:]
+    first = request_text(morning[0].body)
+    assert packs_in(first) == 1 and first.count("Webhook retries fixed at 2 a.m.") == 1
+    assert "Refund endpoint ready for the web" not in first  # acked last night
