@@ -130,7 +130,9 @@ def main() -> None:
     vault, env = scratch_vault()
     home = vault.parent / "hermes-home"
     home.mkdir()
-    (home / "config.yaml").write_text("model:\n  default: claude-sonnet-4-5\n  provider: anthropic\n")
+    (home / "config.yaml").write_text(
+        "model:\n  default: claude-sonnet-4-5\n  provider: anthropic\n"
+    )
     res = run_cli("append", "Refund endpoint ready", "--type", "handoff", "--to", "lyra",
                   "--agent", "ella", "--vault", str(vault))  # fmt: skip
     assert res.exit_code == 0, res.stderr
