@@ -544,6 +544,9 @@ def _openclaw(records: list[tuple[int, dict[str, Any]]]) -> Transcript:
         or next((r["timestamp"] for _n, r in records if isinstance(r.get("timestamp"), str)), None),
         b.dropped,
         tuple(b.findings),
+    )
+
+
 # --- Hermes Agent (OpenAI chat messages) ------------------------------------------------------
 
 
