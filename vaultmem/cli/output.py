@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -13,7 +13,27 @@ if TYPE_CHECKING:
     from vaultmem.memory.facts import Fact
 
 
+# Output that is not a terminal (a pipe, a file) is laid out this wide, so it never wraps: rich
+# otherwise folds it at $COLUMNS (readline exports it in many processes), at the width of a
+# terminal on another stream, or at 80 columns, and a path cut in two (`vaultmem memories > f;
+# grep test-rules.md f`) is found by no one. No line is padded to it: tables size their columns
+# to their content (none expands). A terminal keeps rich's width, $COLUMNS included.
+UNWRAPPED = 100_000
+
+
 class _Console(Console):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._asked_width: int | None = kwargs.get("width")
+
+    def _size(self) -> ConsoleDimensions:
+        found = Console.size.fget(self)  # type: ignore[attr-defined]
+        if self._asked_width is None and not self.is_terminal:
+            return ConsoleDimensions(UNWRAPPED, found.height)
+        return found  # type: ignore[no-any-return]
+
+    size = property(_size, Console.size.fset)  # type: ignore[attr-defined]
+
     def on_broken_pipe(self) -> None:
         # rich exits 1 when stdout's reader went away; for us that is a normal end (exit 0)
         from vaultmem.cli.boundary import reader_gone

@@ -87,7 +87,11 @@ def render_card(item: QueueItem, n: int, total: int, screen: Console = out) -> N
     if f.quote:
         lines += ["", "[dim]" + escape(f.quote) + "[/]"]
     title = f"[{n}/{total}] {f.id} · {f.type} · {f.path}"
-    screen.print(Panel("\n".join(lines), title=escape(title), title_align="left"))
+    # full width on a terminal; elsewhere as wide as its text (see output.UNWRAPPED)
+    card = Panel(
+        "\n".join(lines), title=escape(title), title_align="left", expand=screen.is_terminal
+    )
+    screen.print(card)
     if item.similar:
         table = Table(title="Most similar memories", show_edge=False, title_justify="left")
         for col in ("#", "id", "score", "type", "name"):

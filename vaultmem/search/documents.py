@@ -87,6 +87,9 @@ class Doc:
     # a title counted again in every section's heading outweighed the section's own words
     # (dated session notes ranked by the month in their title). None: the same as `heading`
     own_heading: str | None = None
+    # the note's name when `title` (indexed) also holds its aliases: what a hit shows, the name
+    # once ("Capacity per slot", not "Capacity per slot Capacity per slot"). None: `title`
+    name: str | None = None
 
 
 def kind_of(rel: str) -> tuple[str, str]:
@@ -355,8 +358,9 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
                 break
     title = title or stem
     named = title
+    shown = None
     if aliases:
-        title = f"{title} {aliases}"
+        title, shown = f"{title} {aliases}", named
     for heading, start, end, lines in sections(note.body, note.body_line):
         if heading and not any(line.strip() for line in lines[1:]):
             continue  # a heading with nothing under it: its words are in its children's path
@@ -374,6 +378,7 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
                     line_end=end,
                     unit="whole",
                     own_heading=_own_heading(heading, named),
+                    name=shown,
                     **common,
                 )
             )
@@ -389,12 +394,15 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
                     line_end=p_end,
                     unit="passage" if len(parts) > 1 else "section",
                     own_heading=_own_heading(p_heading, named),
+                    name=shown,
                     **common,
                 )
             )
     if not docs and (note.meta or title):
         # frontmatter only (or an empty note): still findable by its name and properties
-        docs.append(Doc(title=title, heading="", body="", line_start=1, line_end=1, **common))
+        docs.append(
+            Doc(title=title, heading="", body="", line_start=1, line_end=1, name=shown, **common)
+        )
     return docs, problems
 
 

@@ -101,6 +101,8 @@ def fields(doc: Doc, n: int) -> dict[str, Any]:
         # whose notes these are: an agent's own folder, or "-" for what every agent shares
         "owner": owner_of(doc.path),
     }
+    if doc.name is not None and doc.name != doc.title:
+        out["_stored_title"] = doc.name  # indexed with its aliases, shown as the name alone
     if doc.own_heading is not None and doc.own_heading != doc.heading:
         out["heading"] = doc.own_heading  # indexed without the title (see Doc.own_heading)
         out["_stored_heading"] = doc.heading  # shown as the whole path

@@ -269,7 +269,7 @@ class Writer:
                 f["docid"],
                 f["path"],
                 f["kind"],
-                f.get("title", ""),
+                f.get("_stored_title", f.get("title", "")),
                 heading,
                 f.get("unit", "section"),
                 *(f.get(name) or None for name in OPTIONAL),

@@ -46,8 +46,8 @@ from vaultmem.core.vault import Vault
 from vaultmem.search import vocab
 from vaultmem.search.documents import LogMark
 
-SCHEMA_VERSION = 11  # 9: how far each append-only log was indexed; 10: sealed, listing;
-# 11: headings indexed without the note's title
+SCHEMA_VERSION = 12  # 9: how far each append-only log was indexed; 10: sealed, listing;
+# 11: headings indexed without the note's title; 12: a title stored without the aliases
 
 
 INDEX_DIR = "index"
