@@ -169,3 +169,60 @@ print(python())
     first, second = res.stdout.splitlines()
     assert first == "vaultmem lyra True"
     assert second == sys.executable  # the processes vaultmem starts use its own Python
+
+
+def fake_hermes(tmp_path: Path, provider_source: str | None) -> Path:
+    """A `hermes` script on this Python whose `agent.memory_provider` is `provider_source`
+    (None: no such module, as in a Hermes before memory providers)."""
+    site = tmp_path / "fake-hermes-site"
+    (site / "plugins" / "memory").mkdir(parents=True)
+    (site / "plugins" / "__init__.py").write_text("")
+    (site / "plugins" / "memory" / "__init__.py").write_text("def _get_user_plugins_dir(): pass\n")
+    if provider_source is not None:
+        (site / "agent").mkdir()
+        (site / "agent" / "__init__.py").write_text("")
+        (site / "agent" / "memory_provider.py").write_text(provider_source)
+    wrapper = tmp_path / "python-with-fake-hermes"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    exe = tmp_path / "bin" / "hermes"
+    exe.parent.mkdir()
+    exe.write_text(f"#!{wrapper}\nraise SystemExit(0)\n")
+    exe.chmod(0o755)
+    return exe
+
+
+OLD_PROVIDER = """class MemoryProvider:
+    def system_prompt_block(self): ...
+    def prefetch(self, query): ...
+    def sync_turn(self, user, assistant): ...
+    def get_tool_schemas(self): ...
+    def handle_tool_call(self, name, args): ...
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        (None, "agent.memory_provider.MemoryProvider"),
+        (OLD_PROVIDER, "on_pre_compress, on_session_end, on_session_switch"),
+    ],
+)
+def test_a_hermes_without_the_interface_is_refused_with_the_version_it_needs(
+    home: Path, tmp_path: Path, source: str | None, said: str
+) -> None:
+    exe = fake_hermes(tmp_path, source)
+    code, _out, err = setup(home, "--hermes", str(exe))
+    assert code == 8, err
+    assert said in err and "hermes-agent >= 0.19.0" in err
+    assert not home.exists()
+
+
+def test_the_installed_hermes_passes_the_check(home: Path) -> None:
+    from tests.e2e._runtimes import BIN
+
+    if not BIN["hermes"].exists():
+        pytest.skip(f"Hermes is not installed at {BIN['hermes']} (tests/e2e/runtimes.txt)")
+    code, out, err = setup(home, "--hermes", str(BIN["hermes"]))
+    assert code == 0, err
+    assert "no `hermes` found to check" not in out

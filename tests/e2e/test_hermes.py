@@ -35,7 +35,7 @@ class Hermes:
     def setup(self, vault: Path, agent: str, *extra: str) -> str:
         res = run_cli(
             "setup", "hermes", "--agent", agent, "--vault", str(vault),
-            "--hermes-home", str(self.hermes_home), *extra,
+            "--hermes-home", str(self.hermes_home), "--hermes", str(self.bin), *extra,
         )  # fmt: skip
         assert res.exit_code == 0, res.stderr
         return res.stdout

@@ -313,6 +313,14 @@ def setup_hermes(
             show_default=False,
         ),
     ] = None,
+    hermes: Annotated[
+        Path | None,
+        typer.Option(
+            "--hermes",
+            help="The `hermes` command whose version and interface to check [default: PATH's].",
+            show_default=False,
+        ),
+    ] = None,
     dry_run: DryRunOpt = False,
     remove: RemoveOpt = False,
     vault: VaultOpt = None,
@@ -326,13 +334,14 @@ def setup_hermes(
     config.yaml, in place; --remove gives config.yaml back byte for byte and deletes the
     folder; --dry-run prints the changes as a diff.
     """
+    from vaultmem.app.setup.hermes import find_hermes, plan_hermes
     from vaultmem.app.setup.hermes import hermes_home as home_of
-    from vaultmem.app.setup.hermes import plan_hermes
     from vaultmem.core.config import ENV_HERMES_HOME, env
 
     v, who = _vault_and_agent(vault, agent)
     home = hermes_home.expanduser().resolve() if hermes_home else home_of(env(ENV_HERMES_HOME))
-    _finish(plan_hermes(v, who, home=home, remove=remove), dry_run, as_json)
+    exe = hermes.expanduser().resolve() if hermes else find_hermes()
+    _finish(plan_hermes(v, who, home=home, remove=remove, hermes=exe), dry_run, as_json)
 
 
 @commands.command(

@@ -148,6 +148,105 @@ def manifest(vault: Vault, agent: str) -> str:
     )
 
 
+# --- the Hermes this is for ---------------------------------------------------------------------
+
+NEEDS = "hermes-agent >= 0.19.0"  # the interface the provider was written against
+# what the provider uses of Hermes (agent/memory_provider.py; plugins/memory/__init__.py)
+_CHECK = """
+import json, sys
+out = {"python": list(sys.version_info[:2])}
+try:
+    from importlib.metadata import version
+    out["version"] = version("hermes-agent")
+except Exception:
+    out["version"] = None
+try:
+    from agent.memory_provider import MemoryProvider
+    import plugins.memory as loader
+    wanted = ("system_prompt_block", "prefetch", "sync_turn", "on_pre_compress",
+              "on_session_end", "on_session_switch", "get_tool_schemas", "handle_tool_call")
+    out["missing"] = [m for m in wanted if not hasattr(MemoryProvider, m)]
+    if not hasattr(loader, "_get_user_plugins_dir"):
+        out["missing"].append("plugins.memory user plugins ($HERMES_HOME/plugins/)")
+except Exception as exc:
+    out["missing"] = ["agent.memory_provider.MemoryProvider (%s)" % exc]
+print(json.dumps(out))
+"""
+
+
+def find_hermes() -> Path | None:
+    """The `hermes` PATH finds, if any."""
+    import os
+
+    from vaultmem.core.config import env
+
+    for folder in (env("PATH") or "").split(os.pathsep):
+        candidate = Path(folder or ".") / "hermes"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate.resolve()
+    return None
+
+
+def interpreter_of(exe: Path) -> Path | None:
+    """The Python a `hermes` console script runs (its `#!` line: pip writes the venv's)."""
+    try:
+        with open(exe, "rb") as fh:
+            first = fh.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if not words:
+        return None
+    if Path(words[0]).name == "env" and len(words) > 1:
+        return None  # `#!/usr/bin/env python`: which one is PATH's business at run time
+    return Path(words[0])
+
+
+def check_hermes(exe: Path, install: dict[str, Any]) -> str:
+    """Ask the Hermes at `exe` for its version and the interface the provider uses; refuse
+    one without it (naming the version needed) or on another Python than vaultmem's. Returns
+    the version found."""
+    import subprocess
+
+    python = interpreter_of(exe)
+    if python is None or not python.is_file():
+        raise RefusedError(
+            f"cannot tell which Python runs {exe}; vaultmem setup changed nothing",
+            f"pass --hermes with the `hermes` of a pip-installed {NEEDS}",
+        )
+    try:
+        res = subprocess.run(
+            [str(python), "-c", _CHECK], capture_output=True, text=True, timeout=60,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        found = json.loads(res.stdout.strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        raise RefusedError(
+            f"{python} (the Python of {exe}) could not be asked for its Hermes Agent version",
+            f"vaultmem needs {NEEDS}; vaultmem setup changed nothing",
+        ) from None
+    version = found.get("version") or "unknown"
+    if found.get("missing"):
+        raise RefusedError(
+            f"Hermes Agent {version} at {exe} lacks what vaultmem's memory provider uses: "
+            + ", ".join(map(str, found["missing"])),
+            f"vaultmem needs {NEEDS} (pip install -U 'hermes-agent>=0.19.0' in its venv); "
+            "vaultmem setup changed nothing",
+        )
+    if list(found.get("python") or []) != list(install["version"]):
+        have = ".".join(map(str, found.get("python") or ["?"]))
+        mine = ".".join(map(str, install["version"]))
+        raise RefusedError(
+            f"Hermes Agent {version} runs Python {have}, this vaultmem Python {mine}: the "
+            "provider loads vaultmem's installed packages into Hermes's Python",
+            f"install vaultmem with Python {have} and run its `vaultmem setup hermes`; "
+            "vaultmem setup changed nothing",
+        )
+    return str(version)
+
+
 # --- config.yaml: memory.provider --------------------------------------------------------------
 
 
@@ -280,13 +379,16 @@ def plan_hermes(
     *,
     home: Path,
     remove: bool = False,
+    hermes: Path | None = None,
     install: dict[str, Any] | None = None,
 ) -> SetupPlan:
-    """The plugin folder and `memory.provider` in Hermes's home (`$HERMES_HOME`)."""
+    """The plugin folder and `memory.provider` in Hermes's home (`$HERMES_HOME`), for the
+    Hermes at `hermes` when it is known (its version and interface checked first)."""
     agent = vault.require_agent(agent)
     folder = home / "plugins" / PROVIDER
     config = home / "config.yaml"
     install = install or where_vaultmem_is()
+    checked = check_hermes(hermes, install) if hermes is not None and not remove else None
     changes = [
         _owned(folder / "__init__.py", shim(vault, agent, install), remove),
         _owned(folder / "plugin.yaml", manifest(vault, agent), remove),
@@ -305,5 +407,7 @@ def plan_hermes(
                 f"memory.provider was {was!r} (Hermes runs one external provider); "
                 "`vaultmem setup hermes --remove` puts it back"
             )
+        if checked is None:
+            notes.append(f"no `hermes` found to check: vaultmem's provider needs {NEEDS}")
         notes.append(f"check it: hermes memory status (HERMES_HOME={home})")
     return SetupPlan(RUNTIME, agent, str(vault.root), remove, tuple(changes), tuple(notes))
