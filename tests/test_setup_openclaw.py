@@ -178,16 +178,67 @@ def test_a_plugin_entry_or_server_named_vaultmem_that_is_not_ours_is_refused(vau
     assert "MCP server" in err and path.read_text() == theirs
 
 
-def test_a_config_setup_cannot_edit_is_left_alone(vault: Path) -> None:
-    """OpenClaw reads JSON5; setup edits JSON. A file with JSON5 syntax (comments, trailing
-    commas) is refused with the reason, exit 5, and nothing changes."""
+# OpenClaw's config as its docs write it: JSON5 (comments, unquoted keys, single quotes,
+# trailing commas), docs/gateway/config-extensions.md
+USER_JSON5 = """// ~/.openclaw/openclaw.json
+{
+  agents: { defaults: { model: { primary: 'anthropic/claude-sonnet-4-6' } } }, // my model
+  /* the gateway stays on loopback */
+  gateway: { port: 18789, bind: "loopback", },
+  plugins: {
+    slots: { memory: "memory-core", },
+    entries: { "voice-call": { enabled: false } },
+  },
+}
+"""
+
+
+def test_a_json5_config_keeps_its_comments_and_comes_back_byte_for_byte(vault: Path) -> None:
     path = config_file()
     path.parent.mkdir(parents=True)
-    json5 = "{\n  // my gateway\n  gateway: {port: 18789,},\n}\n"
-    path.write_text(json5)
+    path.write_text(USER_JSON5)
     code, _out, err = setup("--agent", "ella", "--vault", str(vault))
-    assert code == 5, err
-    assert "not valid JSON" in err and path.read_text() == json5
+    assert code == 0, err
+    text = path.read_text()
+    assert "// my model" in text and "/* the gateway stays on loopback */" in text
+    from vaultmem.app.setup import json5edit
+
+    data = json5edit.value_of(text, json5edit.parse(text))
+    assert data["gateway"] == {"port": 18789, "bind": "loopback"}
+    assert data["plugins"]["slots"]["memory"] == PLUGIN_ID
+    assert data["plugins"]["entries"][PLUGIN_ID]["config"]["previousMemorySlot"] == "memory-core"
+    assert data["plugins"]["entries"]["voice-call"] == {"enabled": False}
+    assert setup("--agent", "ella", "--vault", str(vault))[0] == 0
+    assert path.read_text() == text
+    assert setup("--agent", "ella", "--vault", str(vault), "--remove")[0] == 0
+    assert path.read_text() == USER_JSON5
+
+
+def test_a_config_setup_cannot_read_is_left_alone(vault: Path) -> None:
+    """Not JSON5 (an unclosed object), or a key twice: exit 5, the reason, nothing changed."""
+    path = config_file()
+    path.parent.mkdir(parents=True)
+    for broken in ("{\n  gateway: {port: 18789,\n}\n", '{"mcp": {}, "mcp": {"servers": {}}}\n'):
+        path.write_text(broken)
+        code, _out, err = setup("--agent", "ella", "--vault", str(vault))
+        assert code == 5, err
+        assert ("not valid JSON5" in err or "twice" in err) and path.read_text() == broken
+
+
+def test_json5_values() -> None:
+    from vaultmem.app.setup import json5edit
+
+    text = "{a: 'it\\'s', b: [0x1F, +2, .5, -Infinity, 1e3,], c: null, 'd-e': \"\\u00e9\", /* x */ f: true}"
+    got = json5edit.value_of(text, json5edit.parse(text))
+    assert got == {
+        "a": "it's",
+        "b": [31, 2, 0.5, float("-inf"), 1000.0],
+        "c": None,
+        "d-e": "é",
+        "f": True,
+    }
+    with pytest.raises(ValueError, match="line 2"):
+        json5edit.parse("{a: 1,\n b: }")
 
 
 def test_a_symlinked_config_is_edited_where_it_points(vault: Path, tmp_path: Path) -> None:

@@ -56,11 +56,14 @@ class OpenClaw:
                 }
             ],
         }
-        config = {
-            "models": {"providers": {"fake": provider}},
-            "agents": {"defaults": {"model": {"primary": f"fake/{MODEL}"}}},
-        }
-        self.config.write_text(json.dumps(config, indent=2) + "\n")
+        # JSON5, as OpenClaw's docs write its config: setup must keep it and OpenClaw read it
+        self.config.write_text(
+            "// a person's OpenClaw config: one model provider, the rest OpenClaw's defaults\n"
+            "{\n"
+            f"  models: {{ providers: {{ fake: {json.dumps(provider)} }} }},\n"
+            f"  agents: {{ defaults: {{ model: {{ primary: 'fake/{MODEL}' }} }} }}, // the model\n"
+            "}\n"
+        )
 
     def setup(self, vault: Path, agent: str, *extra: str) -> None:
         res = run_cli("setup", "openclaw", "--agent", agent, "--vault", str(vault), *extra)

@@ -17,8 +17,10 @@ What OpenClaw 2026.9.6 documents (its package's docs/, read for this module):
   tools (read, append, recall, retain, ack, ...) are exactly the MCP server's.
 
 So setup edits one file, OpenClaw's config (`$OPENCLAW_CONFIG_PATH`, else
-`$OPENCLAW_STATE_DIR/openclaw.json`, else `~/.openclaw/openclaw.json`), in place with
-`app.setup.jsonedit`: every other byte stays, and `--remove` gives the file back as it was. The
+`$OPENCLAW_STATE_DIR/openclaw.json`, else `~/.openclaw/openclaw.json`), in place: read as
+JSON5, as OpenClaw reads it (`app.setup.json5edit`: comments, unquoted keys, trailing commas),
+spliced with `app.setup.jsonedit`; every other byte stays, and `--remove` gives the file back
+as it was. The
 plugin itself is package data (`openclaw_plugin/`, loaded from where vaultmem is installed):
 nothing is copied, and an upgrade of vaultmem upgrades the plugin. The memory slot the person
 had (say `memory-lancedb`) is kept in vaultmem's plugin entry and put back by `--remove`.
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.app.setup import files as sf
-from vaultmem.app.setup import jsonedit
+from vaultmem.app.setup import json5edit, jsonedit
 from vaultmem.app.setup.plan import SERVER_NAME, Runtime, SetupPlan, mcp_server
 from vaultmem.core.errors import IntegrityError, RefusedError
 from vaultmem.core.vault import Vault
@@ -79,8 +81,29 @@ def plugin_entry(vault: Vault, agent: str, argv: list[str], previous_slot: Any) 
 # --- editing nested JSON in place --------------------------------------------------------------
 
 
+def _doc(text: str | None, path: Path) -> str:
+    """The config's text, checked: JSON5 holding an object, no key twice in one object."""
+    source = text if text is not None and text.strip() else "{}\n"
+    try:
+        node = json5edit.parse(source)
+        duplicate = json5edit.duplicate_key(source)
+    except (ValueError, IndexError) as exc:
+        raise IntegrityError(
+            f"{path} is not valid JSON5 ({exc}); vaultmem setup changed nothing",
+            "fix the file (`openclaw config validate` says where), then run setup again",
+        ) from None
+    if node.kind != "object":
+        raise IntegrityError(f"{path} does not hold an object", "vaultmem setup changed nothing")
+    if duplicate is not None:
+        raise IntegrityError(
+            f"{path} has the key {duplicate!r} twice in one object; vaultmem setup changed nothing",
+            "merge the two into one (OpenClaw reads only one of them), then run setup again",
+        )
+    return source
+
+
 def _find(source: str, keys: tuple[str, ...], path: Path) -> jsonedit.Node | None:
-    node = jsonedit.parse(source)
+    node = json5edit.parse(source)
     for i, key in enumerate(keys):
         if node.kind != "object":
             where = ".".join(keys[:i])
@@ -114,11 +137,11 @@ def set_at(source: str, keys: tuple[str, ...], value: Any, path: Path) -> str:
             )
         member = parent.member(keys[depth]) if depth < len(keys) else None
         if depth == len(keys) - 1 and member is not None:
-            if jsonedit.value_of(source, member.value) == value:
+            if json5edit.value_of(source, member.value) == value:
                 return source
             return jsonedit.replace_value(source, member.value, value)
         return jsonedit.insert_member(source, parent, keys[depth], _nest(keys[depth + 1 :], value))
-    raise AssertionError("the root is an object")  # pragma: no cover (checked by sf._doc)
+    raise AssertionError("the root is an object")  # pragma: no cover (checked by _doc)
 
 
 def remove_at(source: str, keys: tuple[str, ...], path: Path) -> str:
@@ -144,7 +167,7 @@ def add_item(source: str, keys: tuple[str, ...], item: Any, path: Path) -> str:
             f"{path}: `{'.'.join(keys)}` is not a JSON array",
             "fix the file; vaultmem setup changed nothing",
         )
-    if any(jsonedit.value_of(source, n) == item for n in node.items):
+    if any(json5edit.value_of(source, n) == item for n in node.items):
         return source
     return jsonedit.append_item(source, node, item)
 
@@ -156,7 +179,7 @@ def remove_item(source: str, keys: tuple[str, ...], item: Any, path: Path) -> st
     if node is None or node.kind != "array":
         return source
     for i, n in enumerate(node.items):
-        if jsonedit.value_of(source, n) == item:
+        if json5edit.value_of(source, n) == item:
             if len(node.items) == 1:
                 return remove_at(source, keys, path)
             return jsonedit.remove_child(source, node, i)
@@ -165,7 +188,7 @@ def remove_item(source: str, keys: tuple[str, ...], item: Any, path: Path) -> st
 
 def _value(source: str, keys: tuple[str, ...], path: Path) -> Any:
     node = _find(source, keys, path)
-    return None if node is None else jsonedit.value_of(source, node)
+    return None if node is None else json5edit.value_of(source, node)
 
 
 def _ours(entry: Any) -> bool:
@@ -200,7 +223,7 @@ def plan_openclaw(
     notes: list[str] = []
 
     def edit(text: str | None) -> str | None:
-        source, _root = sf._doc(text, path)
+        source = _doc(text, path)
         entry = _value(source, _ENTRY, path)
         if entry is not None and not _ours(entry):
             raise RefusedError(
