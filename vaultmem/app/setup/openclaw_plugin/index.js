@@ -193,6 +193,22 @@ function payload(ctx, fields) {
   return { session_id: ctx.sessionId || ctx.sessionKey || null, cwd: ctx.workspaceDir || null, ...fields };
 }
 
+// VAULTMEM_OPENCLAW_TIMINGS=FILE: each handler appends {"hook", "ms"} (the time the turn waited
+// for it, spawn included) to FILE; what bench/openclaw_turn.py reads
+function timed(name, handler) {
+  const file = process.env.VAULTMEM_OPENCLAW_TIMINGS;
+  if (!file) return handler;
+  return async (event, ctx) => {
+    const t = process.hrtime.bigint();
+    try {
+      return await handler(event, ctx);
+    } finally {
+      const ms = Number(process.hrtime.bigint() - t) / 1e6;
+      fs.appendFileSync(file, JSON.stringify({ hook: name, ms }) + "\n");
+    }
+  };
+}
+
 const plugin = {
   id: PLUGIN_ID,
   name: "vaultmem",
@@ -212,7 +228,7 @@ const plugin = {
     };
     const hook = async (event, fields, ctx) => report(event, await runHook(config, event, payload(ctx, fields)));
 
-    api.on("before_prompt_build", async (event, ctx) => {
+    api.on("before_prompt_build", timed("before_prompt_build", async (event, ctx) => {
       const file = sessionFile(ctx);
       let state = loadSession(file);
       if (!state || !state.packed) {
@@ -229,9 +245,9 @@ const plugin = {
       }
       const block = render(state);
       return block ? { appendSystemContext: block } : undefined;
-    });
+    }));
 
-    api.on("agent_end", async (event, ctx) => {
+    api.on("agent_end", timed("agent_end", async (event, ctx) => {
       if (!Array.isArray(event.messages) || !event.messages.length) return;
       const file = sessionFile(ctx);
       const state = loadSession(file) || { pack: "", deltas: [], dropped: 0 };
@@ -245,20 +261,20 @@ const plugin = {
       }
       await hook("stop", { hook_event_name: "Stop", transcript_path: transcript, stop_hook_active: false }, ctx);
       await hook("session-end", { hook_event_name: "SessionEnd", transcript_path: transcript, reason: "agent_end" }, ctx);
-    });
+    }));
 
-    api.on("before_compaction", async (event, ctx) => {
+    api.on("before_compaction", timed("before_compaction", async (event, ctx) => {
       if (!Array.isArray(event.messages) || !event.messages.length) return;
       const file = sessionFile(ctx);
       const state = loadSession(file) || { pack: "", deltas: [], dropped: 0 };
       const transcript = writeTranscript(ctx, event.messages, state);
       writeAtomic(file, JSON.stringify(state));
       await hook("pre-compact", { hook_event_name: "PreCompact", transcript_path: transcript, trigger: "auto" }, ctx);
-    });
+    }));
 
-    api.on("session_end", async (_event, ctx) => {
+    api.on("session_end", timed("session_end", async (_event, ctx) => {
       fs.rmSync(sessionFile(ctx), { force: true }); // a later session opens with a pack again
-    });
+    }));
 
     api.on("resolve_exec_env", () => ({ VAULTMEM_VAULT: config.vault, VAULTMEM_AGENT: config.agent }));
   },
