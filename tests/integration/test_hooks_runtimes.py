@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -155,6 +156,44 @@ def test_codex_hooks_from_setup(
     agents_md = (project / "AGENTS.md").read_text()
     (read,) = re.findall(r"\(or `([^`]+ read [^`]+)`\)", agents_md)
     assert codex.shell(read).returncode == 0
+
+
+def test_codex_hints_run_in_a_login_shell(
+    vault: Path, tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex runs hooks with the user's PATH (here: vaultmem's venv on it) but its shell tool
+    starts a login shell (`bash -lc`), whose profile sets PATH afresh (issue 37, item 4): a hint
+    that says a bare `vaultmem` because the hook found it on PATH exits 127 there. Every
+    command the pack and the turn's context give the model runs from such a shell."""
+    make_keys(vault, "ella", "lyra")
+    home, project = isolated_env / "codex-home", tmp_path / "web"
+    home.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    res = run_cli(
+        "setup", "codex", "--agent", "lyra", "--vault", str(vault), "--project", str(project)
+    )
+    assert res.exit_code == 0, res.stderr
+    codex = Codex(home, project)
+    venv_bin = str(Path(sys.executable).parent)
+    assert (Path(venv_bin) / "vaultmem").is_file()
+    codex.env["PATH"] = f"{venv_bin}{os.pathsep}{BARE_PATH}"  # the hooks find vaultmem on PATH
+    handoff = run_cli(
+        "append", "Checkout must send Idempotency-Key", "--type", "handoff", "--channel", "api",
+        "--to", "lyra", "--vault", str(vault), "--agent", "ella", "--json",
+    )  # fmt: skip
+    hid = json.loads(handoff.stdout)["id"]
+    pack = codex.context("SessionStart", "session-start-startup")
+    (hint,) = re.findall(r"ack it: (.+?) \(or answer it", pack)
+    assert not hint.startswith("vaultmem ")
+    login = {**codex.env, "PATH": BARE_PATH}
+    ack = subprocess.run(
+        ["bash", "-lc", hint.replace('"<what you did>"', '"client sends the header"').replace("ID", hid)],
+        capture_output=True, text=True, cwd=project, env=login, timeout=120,
+    )  # fmt: skip
+    assert ack.returncode == 0, ack.stderr
+    log = json.loads(run_cli("log", "--json", "--vault", str(vault)).stdout)["entries"]
+    assert log[-1]["agent"] == "lyra" and log[-1]["acks"] == [hid]
 
 
 def test_claude_code_hints_run_as_written(vault: Path, tmp_path: Path) -> None:

@@ -275,8 +275,8 @@ def delta(
     head = f"vaultmem: {len(chosen)} new {'entry' if len(chosen) == 1 else 'entries'} {what}"
     note = ""
     if behind:
-        where = invocation(vault.root, agent).where
-        note = " " + window.not_shown_hint(behind, unseen.oldest_unshown(next_cursor), where)
+        run = invocation(vault.root, agent)
+        note = " " + window.not_shown_hint(behind, unseen.oldest_unshown(next_cursor), run)
     text = failing + head + "." + note + "\n\n"
     text += sections.fence("\n".join(lines[e.id] for e in chosen))
     return Delta(text, next_cursor, moved, len(chosen), behind)

@@ -135,8 +135,8 @@ def render_markdown(pack: Pack) -> str:
         from vaultmem.app.pack.hints import invocation
         from vaultmem.app.pack.window import not_shown_hint
 
-        where = invocation(Path(pack.vault), pack.agent).where
-        out += [f"_{not_shown_hint(pack.behind, pack.behind_since, where)}_", ""]
+        run = invocation(Path(pack.vault), pack.agent)
+        out += [f"_{not_shown_hint(pack.behind, pack.behind_since, run)}_", ""]
     if pack.dropped:
         detail = ", ".join(f"{k} (~{pack.dropped_tokens.get(k, 0)} tokens)" for k in pack.dropped)
         out += [f"_Dropped to fit the budget of {pack.budget} tokens: {detail}_", ""]

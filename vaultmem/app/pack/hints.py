@@ -1,18 +1,18 @@
 """The commands vaultmem tells a model to run, written so they work as given.
 
 A hint in a pack or a hook's context (`ack it: vaultmem append ...`, `list them: vaultmem log
-...`) is run by the model from the project folder, in the environment the runtime gives its
-tool calls. A bare `vaultmem` fails there (exit 127) when this install's folder is not on
-PATH, and a command without `--vault` fails (exit 3) when the vault lives elsewhere, as the
-README recommends. So a hint names vaultmem the way PATH finds this install (else by absolute
-path) and carries `--vault` / `--agent` unless the environment already gives them
-(`vaultmem setup` writes VAULTMEM_VAULT and VAULTMEM_AGENT where the runtime passes them to
-every tool call).
+...`) is run by the model from the project folder, in the shell the runtime gives its tool
+calls, which need not have the hook's PATH: Codex's shell tool starts a login shell (`bash
+-lc`), whose profile sets PATH afresh (issue 37). A bare `vaultmem` fails there (exit 127) even
+when the hook found it on PATH, and a command without `--vault` fails (exit 3) when the vault
+lives elsewhere, as the README recommends. So a hint always names this install by absolute
+path, shell-quoted, and carries `--vault` / `--agent` unless the environment already gives
+them (`vaultmem setup` writes VAULTMEM_VAULT and VAULTMEM_AGENT where the runtime passes them
+to every tool call).
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 from functools import lru_cache
 from pathlib import Path
@@ -23,7 +23,7 @@ from vaultmem.core.records import record
 
 @record
 class Invocation:
-    exe: str  # `vaultmem`, or this install's absolute path
+    exe: str  # this install's absolute path (or `PYTHON -m vaultmem`), shell-quoted
     where: str  # ` --vault V --agent A`, as far as the environment does not give them
 
     def command(self, rest: str) -> str:
@@ -44,23 +44,9 @@ def executable() -> list[str]:
     return [str(here), "-m", "vaultmem"]
 
 
-def _on_path(name: str) -> str | None:
-    """What PATH finds for `name` (shutil.which without importing shutil, which loads zlib
-    and more on a hook's start-up)."""
-    for folder in (env("PATH") or "").split(os.pathsep):
-        candidate = os.path.join(folder or ".", name)  # noqa: PTH118
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):  # noqa: PTH113
-            return candidate
-    return None
-
-
 @lru_cache(maxsize=1)
 def _exe() -> str:
-    argv = executable()
-    found = _on_path("vaultmem")
-    if found and len(argv) == 1 and Path(found).resolve() == Path(argv[0]).resolve():
-        return "vaultmem"
-    return shlex.join(argv)
+    return shlex.join(executable())
 
 
 def _same(a: str | None, b: Path) -> bool:

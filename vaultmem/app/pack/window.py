@@ -22,6 +22,7 @@ from vaultmem.nexus.shown import ShowCheck
 
 if TYPE_CHECKING:
     from vaultmem.nexus.coord import Index
+    from vaultmem.app.pack.hints import Invocation
 
 SCAN_LIMIT = 2000  # entries read back at most when looking for the agent's own recent entries
 BODY_CHARS = 1200  # body shown per entry in the pack (the log keeps it whole)
@@ -195,11 +196,12 @@ def _shown(value: Any) -> dict[str, set[int]]:
     return out
 
 
-def not_shown_hint(count: int, oldest_time: str | None, where: str) -> str:
-    """The line that counts what a read left out and the command that lists it."""
+def not_shown_hint(count: int, oldest_time: str | None, run: Invocation) -> str:
+    """The line that counts what a read left out and the command that lists it (runnable
+    as written: `app.pack.hints`)."""
     if count <= 0:
         return ""
-    command = "vaultmem log" + (f" --since {oldest_time}" if oldest_time else "") + where
+    command = run.command("log" + (f" --since {oldest_time}" if oldest_time else ""))
     return (
         f"{count} more new {'entry was' if count == 1 else 'entries were'} not shown here "
         f"(they lead your next read; list them now with: {command})."
