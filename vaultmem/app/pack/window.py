@@ -21,8 +21,8 @@ from vaultmem.nexus.coord import Item, awaits_ack
 from vaultmem.nexus.shown import ShowCheck
 
 if TYPE_CHECKING:
-    from vaultmem.nexus.coord import Index
     from vaultmem.app.pack.hints import Invocation
+    from vaultmem.nexus.coord import Index
 
 SCAN_LIMIT = 2000  # entries read back at most when looking for the agent's own recent entries
 BODY_CHARS = 1200  # body shown per entry in the pack (the log keeps it whole)
