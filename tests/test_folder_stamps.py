@@ -176,6 +176,34 @@ def test_a_folder_changed_within_a_tick_of_the_walk_is_not_trusted(vault: Path) 
     assert known.folders["wiki/"]
 
 
+@pytest.mark.parametrize("ahead_days", [400, -400])
+def test_a_clock_apart_from_the_files_clock_trusts_no_fresh_folder(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, ahead_days: int
+) -> None:
+    """The process clock 400 days ahead of the file system's (a faked clock, a network mount
+    whose server keeps another time) or behind it: a folder changed a moment ago is still not
+    settled, and a note written within a tick is still read again, because every age is taken
+    by the files' own clock, never by `time.time()`."""
+    _settle(vault)
+    shift = ahead_days * 86_400 * 1_000_000_000
+    real_ns = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: real_ns() + shift)
+    monkeypatch.setattr(time, "time", lambda: (real_ns() + shift) / 1e9)
+    (vault / "nexus" / "fresh.md").write_text("# Fresh\nJust written.\n", encoding="utf-8")
+    refresh.refresh(_v(vault))
+    known = manifest.load_manifest(_v(vault))
+    assert known is not None
+    assert known.folders["nexus/"] == []
+    assert "nexus/fresh.md" in known.hashes  # written within a tick: its content is checked
+    note = vault / "nexus" / "fresh.md"
+    size = note.stat().st_size
+    stamp = note.stat().st_mtime_ns
+    note.write_text("# Fresh\nJust quokkas.\n", encoding="utf-8")  # same size, same tick
+    os.utime(note, ns=(stamp, stamp))
+    assert note.stat().st_size == size
+    assert _paths(vault, "quokkas") == ["nexus/fresh.md"]
+
+
 def test_no_shortcut_where_folder_mtimes_are_not_kept(vault: Path, listed: list[str]) -> None:
     """A stamp recorded on a file system that keeps no folder mtimes would say "unchanged"
     forever: here the stamp is made to lie, and the walk believes it only while the index folder

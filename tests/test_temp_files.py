@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from tests._cli import run_cli
 from tests._layer3_helpers import make_keys
 from vaultmem.core import fsio
@@ -64,3 +66,21 @@ def test_repair_cleans_every_folder_and_says_so(vault: Path) -> None:
     ]
     res = run_cli("repair", "--vault", str(vault))
     assert res.exit_code == 0, res.stderr
+
+
+def test_a_clock_ahead_of_the_files_clock_sweeps_no_live_write(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process clock a year ahead of the file system's (a faked clock, a network mount):
+    a temp file written a second ago is a live write and stays, by the next write's sweep and
+    by `repair`; one older than the limit by the files' clock goes."""
+    v = make_keys(vault)
+    fresh = _leftover(vault / "nexus", ".vaultmem-tmp-project-state.md.00ff00ff", age=1.0)
+    stale = _leftover(vault / "nexus", ".vaultmem-tmp-decisions.md.0a0b0c0d")
+    real = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: real() + 400 * 86_400 * 10**9)
+    monkeypatch.setattr(time, "time", lambda: time.time_ns() / 1e9)
+    state.set_state(v, "ella", "Goal", "ship")
+    assert fresh.exists() and not stale.exists()
+    repair.repair(v)
+    assert fresh.exists()

@@ -109,14 +109,38 @@ def _write_synced(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def sweep_temp_files(folder: Path, *, older_than: float = TEMP_MAX_AGE) -> list[Path]:
+def fs_now_ns(folder: Path) -> int:
+    """Now, by the clock that stamps files in `folder`: the mtime of a temp file made there.
+
+    File times come from the file system's clock (a network server's, or the kernel's while a
+    process runs with a skewed or faked clock), so a file's age is this minus its mtime, never
+    `time.time()` minus it: a process clock ahead of the files' would make a file written a
+    moment ago look settled (a changed folder trusted, a live write's temp file swept). The
+    process clock only where the folder cannot be written (then nothing is saved either)."""
+    probe = folder / f"{TEMP_PREFIX}clock.{os.urandom(4).hex()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+    except OSError:
+        return time.time_ns()
+    try:
+        return os.fstat(fd).st_mtime_ns
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            probe.unlink()
+
+
+def sweep_temp_files(
+    folder: Path, *, older_than: float = TEMP_MAX_AGE, now_ns: int | None = None
+) -> list[Path]:
     """Remove the temp files a killed write left in `folder` (never followed into subfolders):
     only names this module makes (`.vaultmem-tmp-NAME.<8 hex>`), only regular files, only
     those not modified for `older_than` seconds (a concurrent write's temp file is younger).
-    File times are the file system's, so this compares them with the real clock, never the
-    pinned one. Returns what it removed; a file it cannot remove is left for the next time."""
+    File times are the file system's, so this compares them with its clock (`now_ns`, a file
+    just written there, or `fs_now_ns`), never the process's or the pinned one. Returns what it
+    removed; a file it cannot remove is left for the next time."""
     removed: list[Path] = []
-    limit = time.time() - older_than
+    limit = ((fs_now_ns(folder) if now_ns is None else now_ns) - int(older_than * 1e9)) / 1e9
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -135,7 +159,7 @@ def sweep_temp_files(folder: Path, *, older_than: float = TEMP_MAX_AGE) -> list[
     return removed
 
 
-def _sweep_once(folder: Path) -> None:
+def _sweep_once(folder: Path, written: Path) -> None:
     """Clean `folder` of stale temp files when this process writes there (again at most once a
     minute, for a long-lived server): the next command that owns a folder cleans what a killed
     one left, at one scan of the folder per command."""
@@ -143,7 +167,11 @@ def _sweep_once(folder: Path) -> None:
     if key in _swept and moment - _swept[key] < TEMP_MAX_AGE:
         return
     _swept[key] = moment
-    sweep_temp_files(folder)
+    try:  # the file just written there carries the file system's now
+        now_ns = written.lstat().st_mtime_ns
+    except OSError:
+        return
+    sweep_temp_files(folder, now_ns=now_ns)
 
 
 def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
@@ -164,7 +192,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         with contextlib.suppress(OSError):  # never hide the real error behind the clean-up's
             tmp.unlink(missing_ok=True)
         raise write_error(path, exc) from exc
-    _sweep_once(path.parent)
+    _sweep_once(path.parent, path)
 
 
 def replace_cache(path: Path, data: bytes) -> None:
@@ -245,7 +273,7 @@ def create_exclusive(path: Path, data: str) -> bool:
         finally:
             tmp.unlink(missing_ok=True)
         fsync_dir(path.parent)
-        _sweep_once(path.parent)
+        _sweep_once(path.parent, path)
         return True
     except OSError as exc:
         with contextlib.suppress(OSError):  # never hide the real error behind the clean-up's

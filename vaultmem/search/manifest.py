@@ -39,7 +39,7 @@ from typing import Any
 
 from vaultmem.core import seal
 from vaultmem.core.errors import NotWritableError
-from vaultmem.core.fsio import atomic_write, replace_cache
+from vaultmem.core.fsio import atomic_write, fs_now_ns, replace_cache
 from vaultmem.core.locking import lock_path
 from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
@@ -194,6 +194,14 @@ class UnprovenIndex(ValueError):
 
 def index_dir(vault: Vault) -> Path:
     return vault.state(INDEX_DIR)
+
+
+def files_now_ns(vault: Vault) -> int:
+    """Now by the clock that stamps the vault's files (`fsio.fs_now_ns`), read in the index
+    folder (`.vaultmem/` before there is one): the walk lists neither, so the probe moves no
+    stamp. Every "changed within a tick" judgement compares a file's mtime with this."""
+    folder = index_dir(vault)
+    return fs_now_ns(folder if folder.is_dir() else folder.parent)
 
 
 def refresh_lock(vault: Vault) -> Path:

@@ -9,7 +9,6 @@ reindexing.
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any
 
 from vaultmem.core.errors import PathOutsideVaultError, VaultmemError
@@ -17,7 +16,13 @@ from vaultmem.core.locking import release, try_exclusive
 from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.search.documents import content_hash, read_limit, read_prefix
-from vaultmem.search.manifest import Manifest, load_manifest, refresh_lock, save_manifest
+from vaultmem.search.manifest import (
+    Manifest,
+    files_now_ns,
+    load_manifest,
+    refresh_lock,
+    save_manifest,
+)
 
 # A file whose mtime is this close to the moment it was read may be rewritten within the
 # same mtime tick without its size changing; such entries carry a content hash (cf. git's
@@ -54,7 +59,7 @@ def plan(
     changed = []
     settled = []
     touched: dict[str, tuple[int, int]] = {}
-    limit_ns = time.time_ns() - RACY_NS
+    limit_ns: int | None = None  # by the files' clock, read once and only if needed
     max_bytes = vault.config.recall.max_file_bytes
     for rel in rels:
         size, mtime = current[rel]
@@ -81,8 +86,11 @@ def plan(
                 continue
             if content_hash(data) != manifest.hashes[rel]:
                 changed.append(rel)
-            elif mtime < limit_ns:
-                settled.append(rel)
+            else:
+                if limit_ns is None:
+                    limit_ns = files_now_ns(vault) - RACY_NS
+                if mtime < limit_ns:
+                    settled.append(rel)
     removed = [r for r in (manifest.files if only is None else only) if r not in current]
     removed = [r for r in removed if r in manifest.files]
     return Plan(sorted(changed), sorted(removed), dict(skipped), current, settled, touched)

@@ -37,6 +37,7 @@ from vaultmem.search.engine import fields
 from vaultmem.search.manifest import (
     OWN_FILES,
     Manifest,
+    files_now_ns,
     heartbeat_ok,
     index_dir,
     load_manifest,
@@ -98,6 +99,8 @@ def _apply(
     max_bytes = vault.config.recall.max_file_bytes
     writer = backends.engine_for(vault).open_writer(ix, bulk=bulk)
     refreshed = removed = 0
+    # before any file is read, by the files' own clock: one written within a tick of it is racy
+    now_ns = files_now_ns(vault)
     try:
         for rel in plan.removed:
             writer.delete_by_term("path", rel)
@@ -128,7 +131,6 @@ def _apply(
             for i, doc in enumerate(docs, start=first):
                 writer.add_document(**fields(doc, i))
             size, mtime = plan.current[rel]
-            now_ns = time.time_ns()
             racy = now_ns - mtime < RACY_NS or len(data) != size
             manifest.forget(rel)
             manifest.files[rel] = (size, mtime)
@@ -422,7 +424,7 @@ def _refresh_locked(
         for rel in plan.settled:
             manifest.hashes.pop(rel, None)
         manifest.files.update(plan.touched)
-        now_ns = time.time_ns()
+        now_ns = files_now_ns(vault) if plan.touched else 0
         for rel, (_size, mtime) in plan.touched.items():
             if now_ns - mtime < RACY_NS:  # touched within a tick: check the content next time
                 manifest.hashes[rel] = manifest.sums[rel]

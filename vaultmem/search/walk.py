@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from pathlib import Path
 from typing import Any
 
 from vaultmem.core.vault import Vault
-from vaultmem.search.manifest import MANIFEST, Manifest, index_dir
+from vaultmem.search.manifest import MANIFEST, Manifest, files_now_ns, index_dir
 
 
 def walk(vault: Vault) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]]:
@@ -60,7 +59,6 @@ def walk_folders(vault: Vault, known: Manifest | None = None) -> Walked:
     """
     root = str(vault.root)
     real_root = str(vault.real_root)
-    started = time.time_ns()
     skipped: dict[str, tuple[str, str]] = {}
     folders: dict[str, list[int]] = {}
     trusted = known.folders if known is not None and _folder_mtimes_kept(vault) else {}
@@ -73,6 +71,9 @@ def walk_folders(vault: Vault, known: Manifest | None = None) -> Walked:
         # and one stat pass from the root says which of them changed in place
         assert known is not None
         return _stat_known(root, known.files), skipped, dict(trusted)
+    # before any folder is stat'ed, by the files' own clock (a process clock ahead of it would
+    # call a folder changed a moment ago settled, and trust a stamp that proves nothing)
+    started = files_now_ns(vault)
     if trusted:
         assert known is not None
         files = dict(known.files)
