@@ -28,6 +28,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="0d",
         help="move the suite's clock by this duration (90s, 2h, 400d) to catch time bombs",
     )
+    parser.addoption(
+        "--all",
+        action="store_true",
+        help="run every test, slow, integration and e2e ones too (CI does); plain `pytest` is "
+        "the quick loop",
+    )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -40,12 +46,37 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests under tests/integration/ (real processes, git, runtimes) carry `integration`, and
-    `slow` too: `pytest -m "not slow"` is the quick loop, CI runs everything."""
+    `slow` too. Plain `pytest` is the quick loop: slow tests are left out unless `--all` is
+    given, a `-m` expression chooses, or the command line names a test, a file or a folder
+    below tests/ (then what it names runs, slow or not). CI runs `pytest --all`."""
     here = Path(__file__).resolve().parent / "integration"
     for item in items:
         if here in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.slow)
+    if not _quick_loop(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
+def _quick_loop(config: pytest.Config) -> bool:
+    if config.getoption("--all") or config.getoption("markexpr"):
+        return False
+    root = Path(__file__).resolve().parent
+    for arg in config.args:
+        named = Path(arg.split("::", 1)[0]).resolve()
+        if "::" in arg or named not in (root, root.parent):
+            return False
+    return True
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if _quick_loop(config):
+        return "quick loop: slow, integration and e2e tests left out (`pytest --all` runs them)"
+    return None
 
 
 def suite_now(config: pytest.Config) -> datetime:

@@ -39,7 +39,7 @@ def v(tmp_path: Path) -> Vault:
 
 
 def _archive(v: Vault) -> Path:
-    (archive,) = log.archive_files(v)
+    (archive,) = v.live_archives()
     return archive
 
 

@@ -1,4 +1,4 @@
-"""The typer app, the options every command shares, and the helpers commands use.
+"""The options every command shares, and the helpers commands use.
 
 Command modules import heavy parts of the core inside the command body, not at the top: every
 module here is imported on every call (typer needs the signatures), and `append`/`read` run on
@@ -13,9 +13,8 @@ from typing import Annotated
 
 import typer
 
-from vaultmem.cli.helptext import HELP_NAMES
 from vaultmem.cli.io import emit, emit_json, open_vault, read_text_arg, warn
-from vaultmem.cli.lazy import LazyGroup
+from vaultmem.cli.lazy import app, commands
 from vaultmem.core.config import ENV_AGENT, ENV_REVIEWER, ENV_VAULT
 
 __all__ = [
@@ -32,33 +31,6 @@ __all__ = [
     "read_text_arg",
     "warn",
 ]
-
-ROOT_EPILOG = (
-    "Times: --since and --until take an entry id where they read the log or receipts "
-    "(ella.12, ella.d1), a UTC date or time (2026-11-30, 2026-11-30T14:00, Z optional) or a "
-    "duration before now (90m, 2h, 7d, 8w); --ttl, --older-than and --keep-days take a "
-    "duration (a bare number is days for --keep-days).\n\n"
-    "Plumbing, run by agent runtimes and git rather than people, is left out of this list: "
-    "`vaultmem hook EVENT` (what `vaultmem setup` installs) and `vaultmem merge-file` (git's "
-    'merge driver); each has its own --help, and the README\'s "Use it from your agent" and '
-    '"Several machines" describe them.\n\n'
-    "Every command takes --vault, --agent and --json; `vaultmem COMMAND --help` ends with "
-    "an example."
-)
-
-# The root: a lazy group that builds only the command a line names (cli/lazy.py).
-app = typer.Typer(
-    name="vaultmem",
-    cls=LazyGroup,
-    no_args_is_help=True,
-    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish)
-    pretty_exceptions_enable=False,
-    epilog=ROOT_EPILOG,
-    context_settings={"help_option_names": HELP_NAMES},
-)
-
-# Where command modules register their commands; the root looks them up here, one at a time.
-commands = typer.Typer()
 
 COMMON = "Common options"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -20,30 +20,8 @@ from vaultmem.cli.base import (
     read_text_arg,
     warn,
 )
-from vaultmem.cli.hot import warn_redactions
+from vaultmem.cli.retain_from import retain_line, warn_redactions_of
 from vaultmem.memory.facts import FactType, Scope
-
-
-def _retain_line(res: Any) -> str:
-    if res.outcome == "duplicate":
-        extra = f"evidence {res.evidence}" + (
-            ", dry run" if res.dry_run else ", nothing new written"
-        )
-        if res.target_status not in (None, "pending", "active"):
-            extra = f"{res.target_status}; {extra}"
-        return f"duplicate {res.target} ({extra})"
-    where = res.path or "(dry run)"
-    if res.outcome == "may_supersede":
-        return f"may supersede {res.target} (wrote {res.id} {where})"
-    return f"inserted {res.id} {where}"
-
-
-def _warn_redactions(results: Any) -> None:
-    """Results carry `findings`, transcripts `redactions`: one notice per credential."""
-    found = []
-    for r in results:
-        found += list(getattr(r, "findings", None) or getattr(r, "redactions", None) or ())
-    warn_redactions(found)
 
 
 @commands.command(
@@ -161,11 +139,11 @@ def retain(
         name=name,
         dry_run=dry_run,
     )
-    _warn_redactions([res])
+    warn_redactions_of([res])
     if as_json:
         emit_json(res.to_dict())
     else:
-        emit(_retain_line(res))
+        emit(retain_line(res))
     return None
 
 

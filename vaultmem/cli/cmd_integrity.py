@@ -50,9 +50,7 @@ def keys_create(
 
     v = open_vault(vault)
     if reviewer is not None:
-        from vaultmem.nexus.alerts import require_person
-
-        info = create_key(v, require_person(v, reviewer), acting_agent=agent)
+        info = create_key(v, v.require_reviewer(reviewer), acting_agent=agent)
     else:
         info = create_key(v, v.require_agent(agent))
     if as_json:

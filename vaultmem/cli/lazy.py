@@ -1,4 +1,5 @@
-"""The root command group, lazy the documented click way: `list_commands` names every command
+"""The root command group (`app`) and the registry command modules add themselves to
+(`commands`). The root is lazy the documented click way: `list_commands` names every command
 from a table, `get_command` imports the one module that defines the asked-for command and builds
 only that command, polished for its help (`cli/helptext.py`) and placed in its help panel.
 
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 import importlib
 from difflib import get_close_matches
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from vaultmem.cli.helptext import polish
+import typer
+
+from vaultmem.cli.helptext import HELP_NAMES, polish
 from vaultmem.cli.typer_internals import (
     CommandInfo,
     TyperGroup,
@@ -25,9 +28,6 @@ from vaultmem.cli.typer_internals import (
     get_group_from_info,
     shell_complete,
 )
-
-if TYPE_CHECKING:
-    import typer
 
 # command or group name -> the vaultmem.cli module that registers it
 COMMANDS: dict[str, str] = {
@@ -107,12 +107,6 @@ PLUMBING = ("hook", "merge-file")
 PANEL_OF = {name: panel for panel, names in PANELS.items() for name in names}
 
 
-def registry() -> typer.Typer:
-    from vaultmem.cli.base import commands
-
-    return commands
-
-
 def _name(info: CommandInfo) -> str:
     callback = info.callback.__name__ if info.callback else ""
     return info.name or get_command_name(callback)
@@ -124,7 +118,7 @@ def build(name: str, root: typer.Typer) -> click.Command | None:
     if module is None:
         return None
     importlib.import_module(f"vaultmem.cli.{module}")
-    reg = registry()
+    reg = commands
     settings: dict[str, Any] = {
         "pretty_exceptions_short": root.pretty_exceptions_short,
         "rich_markup_mode": root.rich_markup_mode,
@@ -156,8 +150,6 @@ class LazyGroup(TyperGroup):
         return [*PANEL_OF, *PLUMBING]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        from vaultmem.cli.base import app
-
         return build(cmd_name, app)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -215,3 +207,31 @@ def walk(command: click.Command, path: str = "") -> list[tuple[str, click.Comman
             if sub is not None:
                 out += walk(sub, f"{path} {name}".strip())
     return out
+
+
+ROOT_EPILOG = (
+    "Times: --since and --until take an entry id where they read the log or receipts "
+    "(ella.12, ella.d1), a UTC date or time (2026-11-30, 2026-11-30T14:00, Z optional) or a "
+    "duration before now (90m, 2h, 7d, 8w); --ttl, --older-than and --keep-days take a "
+    "duration (a bare number is days for --keep-days).\n\n"
+    "Plumbing, run by agent runtimes and git rather than people, is left out of this list: "
+    "`vaultmem hook EVENT` (what `vaultmem setup` installs) and `vaultmem merge-file` (git's "
+    'merge driver); each has its own --help, and the README\'s "Use it from your agent" and '
+    '"Several machines" describe them.\n\n'
+    "Every command takes --vault, --agent and --json; `vaultmem COMMAND --help` ends with "
+    "an example."
+)
+
+# The root: a lazy group that builds only the command a line names (cli/lazy.py).
+app = typer.Typer(
+    name="vaultmem",
+    cls=LazyGroup,
+    no_args_is_help=True,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish)
+    pretty_exceptions_enable=False,
+    epilog=ROOT_EPILOG,
+    context_settings={"help_option_names": HELP_NAMES},
+)
+
+# Where command modules register their commands; the root looks them up here, one at a time.
+commands = typer.Typer()

@@ -1,12 +1,35 @@
-"""`retain --from TRANSCRIPT` and `retain --queued`: what the `retain` command prints for whole
-sessions (the use cases are in `vaultmem.bank.retention`)."""
+"""What the `retain` command prints: one line a result, the credentials it redacted, and whole
+sessions (`retain --from TRANSCRIPT`, `retain --queued`; the use cases are in
+`vaultmem.bank.retention`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from vaultmem.cli.cmd_bank import _retain_line, _warn_redactions
+from vaultmem.cli.hot import warn_redactions
 from vaultmem.cli.io import emit, emit_json, warn
+
+
+def retain_line(res: Any) -> str:
+    if res.outcome == "duplicate":
+        extra = f"evidence {res.evidence}" + (
+            ", dry run" if res.dry_run else ", nothing new written"
+        )
+        if res.target_status not in (None, "pending", "active"):
+            extra = f"{res.target_status}; {extra}"
+        return f"duplicate {res.target} ({extra})"
+    where = res.path or "(dry run)"
+    if res.outcome == "may_supersede":
+        return f"may supersede {res.target} (wrote {res.id} {where})"
+    return f"inserted {res.id} {where}"
+
+
+def warn_redactions_of(results: Any) -> None:
+    """Results carry `findings`, transcripts `redactions`: one notice per credential."""
+    found = []
+    for r in results:
+        found += list(getattr(r, "findings", None) or getattr(r, "redactions", None) or ())
+    warn_redactions(found)
 
 
 def show_plan(v: Any, transcript: Any, label: str, as_json: bool) -> None:
@@ -14,7 +37,7 @@ def show_plan(v: Any, transcript: Any, label: str, as_json: bool) -> None:
     from vaultmem.bank.retention import plan
 
     chunks = plan(v, transcript)
-    _warn_redactions([transcript])
+    warn_redactions_of([transcript])
     if as_json:
         emit_json(
             {
@@ -70,7 +93,7 @@ def retain_from(
 
 
 def report_retention(done: Any, as_json: bool) -> None:
-    _warn_redactions([done.transcript, *done.results])
+    warn_redactions_of([done.transcript, *done.results])
     for why in done.extraction.skipped:
         warn(f"skipped a malformed proposal ({why})")
     if as_json:
@@ -79,7 +102,7 @@ def report_retention(done: Any, as_json: bool) -> None:
     if not done.results:
         emit(f"{done.label}: nothing worth retaining was found")
     for res in done.results:
-        emit(f"{_retain_line(res)}  [{res.type}] {res.text}")
+        emit(f"{retain_line(res)}  [{res.type}] {res.text}")
 
 
 def retain_queued(v: Any, agent: str | None, dry_run: bool, as_json: bool) -> int:

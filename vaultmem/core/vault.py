@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from vaultmem.core.config import CONFIG_NAME, Config, load_config
 from vaultmem.core.errors import (
     PathOutsideVaultError,
+    RefusedError,
     ReviewRefusedError,
     UnknownAgentError,
     UsageError,
@@ -404,6 +405,23 @@ class Vault:
         return self.path(f"{NEXUS_DIR}/decisions.md")
 
     @property
+    def archive(self) -> Path:
+        """`nexus/archive/`: the live log's rotated months (`nexus/rotate.py`)."""
+        return self.nexus / "archive"
+
+    def live_archives(self) -> list[Path]:
+        """Rotated months of the live log, oldest first."""
+        folder = self.archive
+        if not folder.is_dir():
+            return []
+        return sorted(folder.glob("live-context-*.md"))
+
+    def chain_files(self, log: str) -> list[Path]:
+        """All files one signed log's chains run through, in order: the live log's archives,
+        then the live log (`live`); the decision log (`decisions`)."""
+        return [*self.live_archives(), self.live_context] if log == "live" else [self.decisions]
+
+    @property
     def digests(self) -> Path:
         """The folder of digest notes (`nexus/digests.py`)."""
         return self.path(f"{NEXUS_DIR}/digests")
@@ -441,6 +459,23 @@ class Vault:
                 f"known agents: {', '.join(known) or 'none'}; add one with: vaultmem init --agent {agent}",
             )
         return agent
+
+    def require_reviewer(self, name: str | None) -> str:
+        """A person who may sign a resolution or a key: a reviewer listed in vaultmem.toml
+        (and not an agent): refused for anyone else, with the reviewers listed."""
+        listed = ", ".join(self.config.reviewers) or "none"
+        if not name:
+            raise UsageError(
+                "resolve needs --agent NAME, or a person: --reviewer NAME",
+                f"reviewers: {listed} (or set VAULTMEM_REVIEWER / default_reviewer)",
+            )
+        validate_name(name, "reviewer")
+        if name not in self.config.reviewers or name in self.config.agents:
+            raise RefusedError(
+                f"refused: {name!r} is not a reviewer of this vault",
+                f"reviewers: {listed}; add one with: vaultmem init --reviewer {name}",
+            )
+        return name
 
 
 def refuse_acting_agent(acting_agent: str | None, what: str = "approvals") -> None:

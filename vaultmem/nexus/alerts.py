@@ -13,80 +13,14 @@ question or an addressed entry, whoever wrote it.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from vaultmem.core import seal
-from vaultmem.core.errors import EntryNotFoundError, RefusedError, UsageError
-from vaultmem.core.fsio import atomic_write
+from vaultmem.core.errors import EntryNotFoundError, UsageError
 from vaultmem.core.records import record
-from vaultmem.core.vault import Vault, validate_name
+from vaultmem.core.vault import Vault
 from vaultmem.nexus import coord
 from vaultmem.nexus.entry import WANTS_ACK, Entry, EntryType, is_decision, validate_id
-
-
-@record
-class Repeat:
-    """What raising an alert with some text would repeat."""
-
-    open: Entry | None  # the open alert with the same text: nothing is written
-    count: int  # with `open`: times it was raised again, this one included
-    resolved: str | None  # else the latest resolved alert with that text (linked)
-
-
-@record
-class Sighting:
-    count: int = 0
-    last: str | None = None
-    by: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"seen_again": self.count, "last_seen": self.last, "last_seen_by": self.by}
-
-
-def seen_path(vault: Vault) -> Path:
-    return vault.state("alerts", "seen.json")
-
-
-def sightings(vault: Vault) -> dict[str, Sighting]:
-    data = seal.read(seen_path(vault))  # sealed: counts git wrote are no counts
-    out: dict[str, Sighting] = {}
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if isinstance(value, dict) and isinstance(value.get("count"), int):
-                out[key] = Sighting(value["count"], value.get("last"), value.get("by"))
-    return out
-
-
-def _record_sighting(vault: Vault, alert_id: str, agent: str) -> int:
-    """Count one more sighting (the caller holds the live log's lock)."""
-    from vaultmem.core import clock
-
-    seen = sightings(vault)
-    count = seen.get(alert_id, Sighting()).count + 1
-    seen[alert_id] = Sighting(count, clock.stamp(), agent)
-    data = {k: {"count": s.count, "last": s.last, "by": s.by} for k, s in seen.items()}
-    sealed = seal.dumps(seen_path(vault), data)
-    if sealed is not None:
-        atomic_write(seen_path(vault), sealed)
-    return count
-
-
-def check_repeat(vault: Vault, agent: str, summary: str) -> Repeat:
-    """Called by `log.write_entry` under the live log's lock, with the prepared summary."""
-    key = coord.alert_key(summary)
-    open_item: coord.Item | None = None
-    resolved: str | None = None
-    for item in coord.load(vault).alerts(include_resolved=True):
-        if item.key != key:
-            continue
-        if item.resolved is None:
-            open_item = open_item or item
-        else:
-            resolved = item.id  # oldest first: the last one is the latest
-    if open_item is not None:
-        return Repeat(open_item.entry, _record_sighting(vault, open_item.id, agent), None)
-    return Repeat(None, 0, resolved)
+from vaultmem.nexus.sightings import Sighting, sightings
 
 
 @record
@@ -128,23 +62,6 @@ class ResolveResult:
         }
 
 
-def require_person(vault: Vault, name: str | None) -> str:
-    """A person who may sign a resolution: a reviewer listed in vaultmem.toml."""
-    listed = ", ".join(vault.config.reviewers) or "none"
-    if not name:
-        raise UsageError(
-            "resolve needs --agent NAME, or a person: --reviewer NAME",
-            f"reviewers: {listed} (or set VAULTMEM_REVIEWER / default_reviewer)",
-        )
-    validate_name(name, "reviewer")
-    if name not in vault.config.reviewers or name in vault.config.agents:
-        raise RefusedError(
-            f"refused: {name!r} is not a reviewer of this vault",
-            f"reviewers: {listed}; add one with: vaultmem init --reviewer {name}",
-        )
-    return name
-
-
 def _find(vault: Vault, entry_id: str) -> Entry | None:
     from vaultmem.nexus.reading import iter_reverse
 
@@ -162,7 +79,7 @@ def resolve(
     from vaultmem.nexus import log
 
     if person:
-        require_person(vault, author)
+        vault.require_reviewer(author)
     else:
         vault.require_agent(author)
     validate_id(target)

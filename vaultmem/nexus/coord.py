@@ -238,8 +238,6 @@ def _tail_in_place(path: Path, offset: int, tail: dict[str, Any] | None) -> bool
 
 def load(vault: Vault, *, save: bool = True) -> Index:
     """The index, brought up to date with the live log (parses only what is new)."""
-    from vaultmem.nexus.log import archive_files
-
     live = vault.live_context
     try:
         size = live.stat().st_size
@@ -258,7 +256,7 @@ def load(vault: Vault, *, save: bool = True) -> Index:
         tail: dict[str, Any] | None = cache["tail"]
     else:
         items, offset, tail, changed = {}, 0, None, True
-        for path in archive_files(vault):
+        for path in vault.live_archives():
             for e in read_file(path).entries:
                 apply(items, e)
     if size > offset:

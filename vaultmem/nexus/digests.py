@@ -284,7 +284,7 @@ def write(vault: Vault, meta: DigestMeta, body: str, homes: dict[str, str] | Non
     its entries are (`homes`: `entry_homes`, read here when not given)."""
     signed = sign(vault, meta, body)
     path = digest_path(vault, meta.period)
-    from vaultmem.nexus.digest_links import entry_homes, where_part
+    from vaultmem.nexus.homes import entry_homes, where_part
 
     cited = list(dict.fromkeys(m["id"] for m in CITE_RE.finditer(body)))
     where = where_part(cited, entry_homes(vault) if homes is None else homes)
@@ -316,7 +316,7 @@ def new_meta(
 
 def logged_ids(vault: Vault) -> set[str]:
     """Ids of every entry in the live log and its archives (from the metadata lines: cheap)."""
-    from vaultmem.nexus.digest_links import entry_homes
+    from vaultmem.nexus.homes import entry_homes
 
     return set(entry_homes(vault))
 

@@ -86,7 +86,7 @@ class Fork:
 def find_forks(vault: Vault, log_name: str) -> list[Fork]:
     """Chains of `log_name` with more than one last entry (entries whose hash is intact)."""
     chains: dict[str, dict[str, entry.Entry]] = defaultdict(dict)
-    for path in log.chain_files(vault, log_name):
+    for path in vault.chain_files(log_name):
         for e in entry.read_file(path).entries:
             if e.compute_hash() == e.hash:
                 chains[entry.chain_of(e.id)][e.hash] = e

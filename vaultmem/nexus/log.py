@@ -68,23 +68,6 @@ def log_file(vault: Vault, log: str) -> Path:
     raise UsageError(f"unknown log {log!r}", "use 'live' or 'decisions'")
 
 
-def archive_dir(vault: Vault) -> Path:
-    return vault.nexus / "archive"
-
-
-def archive_files(vault: Vault) -> list[Path]:
-    """Rotated months of the live log, oldest first."""
-    folder = archive_dir(vault)
-    if not folder.is_dir():
-        return []
-    return sorted(folder.glob("live-context-*.md"))
-
-
-def chain_files(vault: Vault, log: str) -> list[Path]:
-    """All files one log's chains run through, in order."""
-    return [*archive_files(vault), vault.live_context] if log == "live" else [vault.decisions]
-
-
 def journal_path(vault: Vault, log: str) -> Path:
     return vault.state("journal", f"{log}.jsonl")
 
@@ -184,7 +167,7 @@ def rebuild_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     def see(e: Entry) -> None:
         candidates.setdefault(chain_of(e.id), {}).setdefault(e.hash or "", e)
 
-    for path in chain_files(vault, log):
+    for path in vault.chain_files(log):
         for e in read_file(path).entries:
             see(e)
     for e in read_journal(vault, log):
@@ -327,12 +310,7 @@ def append(
     `joins`: the hashes of a forked chain's other last entries; the entry is then the chain's
     `merge` entry (`nexus.forks`).
     """
-    if person:
-        from vaultmem.nexus.alerts import require_person
-
-        agent = require_person(vault, agent)
-    else:
-        agent = vault.require_agent(agent)
+    agent = vault.require_reviewer(agent) if person else vault.require_agent(agent)
     validate_channel(channel)
     if joins:
         type_ = MERGE_TYPE
@@ -372,9 +350,9 @@ def append(
         with exclusive(lock, timeout, what=f"{path.name}"):
             if type_ == "alert" and log == "live":
                 # decided under the log's lock: two agents raising the same alert at once get one
-                from vaultmem.nexus import alerts
+                from vaultmem.nexus.sightings import check_repeat
 
-                seen = alerts.check_repeat(vault, agent, summary)
+                seen = check_repeat(vault, agent, summary)
                 if seen.open is not None:
                     return AppendResult(
                         seen.open,

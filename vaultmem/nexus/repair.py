@@ -43,7 +43,7 @@ def _repair_log(vault: Vault, log_name: str) -> list[str]:
     target = log.log_file(vault, log_name)
     with exclusive(log.lock_for(vault, log_name), vault.config.log.lock_timeout, what=target.name):
         present: set[str] = set()
-        for path in log.chain_files(vault, log_name):
+        for path in vault.chain_files(log_name):
             rel = vault.rel(path)
             try:
                 data = path.read_bytes()
@@ -158,7 +158,7 @@ def canonicalize_log(vault: Vault, log_name: str) -> list[str]:
     actions: list[str] = []
     target = log.log_file(vault, log_name)
     with exclusive(log.lock_for(vault, log_name), vault.config.log.lock_timeout, what=target.name):
-        for path in log.chain_files(vault, log_name):
+        for path in vault.chain_files(log_name):
             try:
                 data = path.read_bytes()
             except FileNotFoundError:

@@ -192,7 +192,7 @@ def find_conflict_markers(vault: Vault) -> list[ConflictMarker]:
             continue
         found += [ConflictMarker(vault.rel(path), n) for n in conflict_markers(text)]
     for name in entry_mod.LOGS:
-        for path in log.chain_files(vault, name):
+        for path in vault.chain_files(name):
             try:
                 data = path.read_bytes()
             except FileNotFoundError:

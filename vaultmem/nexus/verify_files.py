@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - another Python implementation
 from vaultmem.core import seal
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import entry, log
+from vaultmem.nexus import entry
 from vaultmem.nexus.entry import MERGE_TYPE
 from vaultmem.nexus.forks import MERGES
 from vaultmem.nexus.shown import entry_problem
@@ -228,7 +228,7 @@ class LogMemo:
 def read_files(vault: Vault, log_name: str) -> list[tuple[Path, bytes]]:
     """Every file of the log with its bytes (a missing file is empty)."""
     out = []
-    for path in log.chain_files(vault, log_name):
+    for path in vault.chain_files(log_name):
         try:
             data = path.read_bytes()
         except FileNotFoundError:

@@ -385,8 +385,9 @@ def _write(
 def _drop_unused(folder: Path, keep: set[str]) -> None:
     # a reader that read the previous manifest may still be loading an old segment: give it
     # a moment by keeping segments written in the last few seconds
-    cutoff = time.time() - 5.0
     with contextlib.suppress(OSError):
+        # by the files' clock (the manifest was just written), never the process's
+        cutoff = (folder / MANIFEST).stat().st_mtime - 5.0
         for child in folder.iterdir():
             segment = child.name.split(".", 1)[0]
             if child.name != MANIFEST and segment not in keep:

@@ -27,6 +27,7 @@ from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import digest_links, digests
 from vaultmem.nexus.entry import Entry, read_file
+from vaultmem.nexus.homes import entry_homes
 
 MAX_TEXT = 600  # characters of one statement
 SUMMARY_CHARS = 120  # of an entry's summary quoted in a statement
@@ -74,10 +75,8 @@ class DigestRun:
 
 def log_entries(vault: Vault) -> list[Entry]:
     """Every entry of the live log and its archives, in time order (ties by id)."""
-    from vaultmem.nexus.log import chain_files
-
     seen: dict[str, Entry] = {}
-    for path in chain_files(vault, "live"):
+    for path in vault.chain_files("live"):
         for e in read_file(path).entries:
             seen.setdefault(e.id, e)
     return sorted(seen.values(), key=lambda e: (e.time, e.id))
@@ -417,7 +416,7 @@ def digest(
         from vaultmem.core import llm
 
         sess = llm.session(vault.config.llm, str(api_key), base_url)
-    homes = digest_links.entry_homes(vault)
+    homes = entry_homes(vault)
     for period, entries, _status in todo:
         before = sess.requests if sess else 0
         if sess is not None:

@@ -201,8 +201,10 @@ def sync_due(vault: Vault) -> bool:
         stamp = vault.state(SYNC_DIR, SYNC_STAMP)
     except VaultmemError:
         return False
-    try:
-        age = time.time() - os.stat(stamp).st_mtime
+    from vaultmem.core.fsio import fs_now_ns
+
+    try:  # by the files' clock: a process clock ahead of it would call a fresh stamp old
+        age = (fs_now_ns(stamp.parent) - os.stat(stamp).st_mtime_ns) / 1e9
     except OSError:
         age = None
     if age is not None and 0 <= age < interval.total_seconds():

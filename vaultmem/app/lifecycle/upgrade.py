@@ -173,7 +173,7 @@ def m005_obsidian_links(vault: Vault, dry_run: bool) -> list[str]:
     for name in ("live", "decisions"):
         with exclusive(log.lock_for(vault, name), vault.config.log.lock_timeout, what=name):
             heads = log.current_heads(vault, name)
-            for path in log.chain_files(vault, name):
+            for path in vault.chain_files(name):
                 changes += _block_ids(vault, path, dry_run, entry)
             if not dry_run and path.exists():
                 log.save_heads(vault, name, log.file_stamp(path), heads)

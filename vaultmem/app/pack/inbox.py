@@ -164,7 +164,7 @@ def alerts_section(
     found = [i for i in index.alerts() if i.id not in skip and i.entry.time >= since]
     if not found:
         return None
-    from vaultmem.nexus.alerts import Sighting, sightings
+    from vaultmem.nexus.sightings import Sighting, sightings
 
     seen = sightings(vault)
     rows, lines = [], []

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from vaultmem.core.errors import LockTimeoutError, UnavailableError, VaultmemError
+from vaultmem.core.fsio import fs_now_ns
 from vaultmem.core.records import record
 
 OFFLINE = re.compile(
@@ -206,8 +207,8 @@ def clear_stale_index_lock(root: Path, children: Path, *, wait: float = 10.0) ->
     lock = git_dir(root) / "index.lock"
     deadline = time.monotonic() + wait
     while True:
-        try:
-            age = time.time() - lock.stat().st_mtime
+        try:  # by the files' clock: a process clock ahead of it would call a live lock stale
+            age = (fs_now_ns(lock.parent) - lock.stat().st_mtime_ns) / 1e9
         except FileNotFoundError:
             children.unlink(missing_ok=True)
             return None
