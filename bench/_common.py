@@ -33,11 +33,11 @@ def scratch_vault(keys: bool = True) -> tuple[Path, dict[str, str]]:
     os.environ["VAULTMEM_HOME"] = env["VAULTMEM_HOME"]
     if keys:
         from vaultmem.core.vault import Vault
-        from vaultmem.nexus import signing
+        from vaultmem.nexus import keyring
 
         v = Vault.open(root)
         for agent in v.known_agents():
-            signing.create_key(v, agent)
+            keyring.create_key(v, agent)
     return root, env
 
 

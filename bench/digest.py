@@ -43,7 +43,7 @@ AGENTS = ("ella", "lyra", "nova", "orion", "vega")
 def vault(base: Path, n: int, *, start: datetime, days: int) -> Path:
     from vaultmem.app.lifecycle.scaffold import init
     from vaultmem.core.vault import Vault
-    from vaultmem.nexus import signing
+    from vaultmem.nexus import keyring, signing
 
     os.environ["VAULTMEM_HOME"] = str(base / "home")
     root = base / "vault"
@@ -51,7 +51,7 @@ def vault(base: Path, n: int, *, start: datetime, days: int) -> Path:
     v = Vault.open(root)
     for agent in AGENTS:
         if signing.signer_for(v, agent) is None:
-            signing.create_key(v, agent)
+            keyring.create_key(v, agent)
     write_log(root, n, agents=AGENTS, start=start, days=days)
     return root
 

@@ -213,14 +213,14 @@ def timings(runs: int, notes: int = 0) -> list[tuple[str, float, float]]:
 def busy_log(turns: int) -> dict[str, float]:
     from vaultmem.app.lifecycle.scaffold import init
     from vaultmem.core.vault import Vault
-    from vaultmem.nexus import signing
+    from vaultmem.nexus import keyring
 
     vault, env = scratch_vault()
     others = ["lyra", "nova", "mira", "tess"]
     init(vault, agents=others[1:], reviewers=[], language=None)
     v = Vault.open(vault)
     for agent in others[1:]:
-        signing.create_key(v, agent)
+        keyring.create_key(v, agent)
     rng = random.Random(11)
     start = {"session_id": "busy", "hook_event_name": "SessionStart", "source": "startup"}
     _took, out = run_hook("session-start", vault, "ella", start, env)

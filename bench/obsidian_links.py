@@ -68,10 +68,10 @@ def links(args: argparse.Namespace) -> Path:
 def upgrade_cost(root: Path) -> None:
     from vaultmem.app.lifecycle.upgrade import m005_obsidian_links
     from vaultmem.core.vault import Vault
-    from vaultmem.nexus import entry, log
+    from vaultmem.nexus import entry
 
     v = Vault.open(root)
-    files = log.chain_files(v, "live")
+    files = v.chain_files("live")
     before = []
     for path in files:
         text = path.read_text(encoding="utf-8")

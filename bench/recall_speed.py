@@ -94,12 +94,12 @@ def median_ms(fn: object, runs: int) -> float:
 def prepare_hook(vault_dir: Path, env: dict[str, str]) -> None:
     """A signed log entry and ella's read cursor: `hook prompt` then has nothing new."""
     from vaultmem.core.vault import Vault
-    from vaultmem.nexus import signing
+    from vaultmem.nexus import keyring, signing
     from vaultmem.nexus.log import append
 
     v = Vault.open(vault_dir)
     if signing.signer_for(v, "ella") is None:
-        signing.create_key(v, "ella")
+        keyring.create_key(v, "ella")
     append(v, "ella", "bench: started", channel="ops")
     payload = {"session_id": "bench", "hook_event_name": "SessionStart", "source": "startup"}
     vaultmem = str(Path(sys.executable).parent / "vaultmem")

@@ -56,12 +56,12 @@ def make_vault(entries: int, rotate: bool) -> tuple[Path, dict[str, str]]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(identity.replace("ella", agent).replace("Ella", agent.title()))
     from vaultmem.core.vault import Vault
-    from vaultmem.nexus import signing
+    from vaultmem.nexus import keyring, signing
 
     v = Vault.open(root)
     for agent in AGENTS:
         if signing.signer_for(v, agent) is None:
-            signing.create_key(v, agent)
+            keyring.create_key(v, agent)
     started = time.perf_counter()
     write_log(root, entries, agents=AGENTS, start=START, days=365)
     print(f"wrote {entries:,} signed entries in {time.perf_counter() - started:.1f} s")

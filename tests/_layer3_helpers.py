@@ -13,15 +13,15 @@ def open_vault(path: Path) -> Vault:
 
 def make_keys(path: Path, *agents: str) -> Vault:
     """example-vault ships without private keys: create them in the test's VAULTMEM_HOME."""
-    from vaultmem.nexus import signing
+    from vaultmem.nexus import keyring
 
     v = Vault.open(path)
     for agent in agents or v.known_agents():
-        info = signing.create_key(v, agent)
+        info = keyring.create_key(v, agent)
         if not info.approved:  # a copy of example-vault: a person approves the new key
-            if not signing.has_usable_key(v, "chiara"):
-                signing.create_key(v, "chiara")  # an approval is the reviewer's signature
-            signing.approve_key(v, info.key_id, reviewer="chiara")
+            if not keyring.has_usable_key(v, "chiara"):
+                keyring.create_key(v, "chiara")  # an approval is the reviewer's signature
+            keyring.approve_key(v, info.key_id, reviewer="chiara")
     return v
 
 

@@ -43,7 +43,7 @@ def test_importing_the_package_loads_no_layer() -> None:
 
 
 def test_the_readme_example_runs(vault: Path) -> None:
-    from vaultmem.nexus.signing import create_key
+    from vaultmem.nexus.keyring import create_key
 
     v = vaultmem.Vault.open(vault)
     create_key(v, "ella")

@@ -193,3 +193,103 @@ def test_the_agent_name_grammar_is_written_once() -> None:
         if path.name != "names.py" and grammar in path.read_text(encoding="utf-8")
     ]
     assert copies == []
+
+
+def _module_of(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the vaultmem modules it imports (function-level imports count; `from
+    vaultmem.nexus import log` names the module `vaultmem.nexus.log`)."""
+    modules = {_module_of(p, root): p for p in sorted(root.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for mod, path in modules.items():
+        targets: set[str] = set()
+        for _line, target in _imports(path, root):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != mod and target != root.name:
+                targets.add(target)
+        # `from vaultmem.nexus import log`: the module, not the (empty) package
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    name = f"{node.module}.{alias.name}"
+                    if name in modules and name != mod:
+                        targets.add(name)
+        graph[mod] = {t for t in targets if not (modules[t].name == "__init__.py" and t != mod)}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle: the strongly connected components of more than one module
+    (Tarjan's algorithm, iterative), each sorted, the list sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in graph:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def test_no_import_circles() -> None:
+    """The imports draw no circle anywhere: the ground floor is a line (configuration, then the
+    machine's secrets, then the seal), and so is everything above it."""
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle_through_a_function_level_import(tmp_path: Path) -> None:
+    fake = tmp_path / "vaultmem"
+    (fake / "core").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "core" / "__init__.py").write_text("")
+    (fake / "core" / "a.py").write_text("from vaultmem.core import b\n")
+    (fake / "core" / "b.py").write_text("def f():\n    from vaultmem.core.c import x\n")
+    (fake / "core" / "c.py").write_text("from vaultmem.core.a import y\n")
+    (fake / "core" / "d.py").write_text("from vaultmem.core import a\n")
+    assert circles(import_graph(fake)) == [
+        ["vaultmem.core.a", "vaultmem.core.b", "vaultmem.core.c"]
+    ]

@@ -13,8 +13,9 @@ import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core import seal, tomlcache
-from vaultmem.core.config import CONFIG_NAME, load_config
+from vaultmem.core.config import CONFIG_NAME
 from vaultmem.core.errors import ConfigError
+from vaultmem.core.pins import load_config
 from vaultmem.core.vault import Vault
 
 

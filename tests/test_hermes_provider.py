@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests._layer3_helpers import make_keys
-from vaultmem.app.hooks.events import load_session
+from vaultmem.app.hooks.session import load_session
 from vaultmem.bank.retention import queued
 from vaultmem.core.vault import Vault
 from vaultmem.mcp.hermes import NAME, PREFETCH_DEADLINE, Provider, provider_class, register

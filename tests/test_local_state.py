@@ -216,13 +216,13 @@ def test_planted_receipts_are_not_read(vault: Path) -> None:
 
 
 def test_planted_session_state_is_not_read(vault: Path) -> None:
-    from vaultmem.app.hooks import events
+    from vaultmem.app.hooks import session
 
     v = Vault.open(vault)
-    events.save_session(v, "ella", {"session_id": "s1", "shown": ["wiki/a.md#1"]})
-    assert events.load_session(v, "ella")["session_id"] == "s1"
+    session.save_session(v, "ella", {"session_id": "s1", "shown": ["wiki/a.md#1"]})
+    assert session.load_session(v, "ella")["session_id"] == "s1"
     _plant(v.state("sessions", "ella.json"), {"session_id": "s1", "shown": ["wiki/b.md#1"]})
-    assert events.load_session(v, "ella") == {}
+    assert session.load_session(v, "ella") == {}
 
 
 # --- the search index: never unpickle what this machine did not write --------------------------

@@ -11,7 +11,7 @@ from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core import clock
 from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import entry, log, repair, rotate, signing, verify
+from vaultmem.nexus import entry, keyring, log, repair, rotate, signing, verify
 
 
 @pytest.fixture
@@ -266,13 +266,13 @@ def test_the_example_vault_ships_a_log_that_verifies(tmp_path: Path) -> None:
     # the example's alert is open: in the alerts section, or on the log window once it is older
     # than [alerts] window
     assert res.exit_code == 0 and "[ella.6]" in res.stdout and "(open)" in res.stdout
-    info = signing.create_key(v, "ella")
+    info = keyring.create_key(v, "ella")
     assert not info.approved  # no earlier key of ella's is on this machine to vouch for it
     e = log.append(v, "ella", "continuing the example").entry
     kinds = {p.kind for p in verify.verify(v).problems}
     assert kinds == {"unapproved-key"}
-    signing.create_key(v, "chiara")  # the approval is her signature
-    signing.approve_key(v, info.key_id, reviewer="chiara")
+    keyring.create_key(v, "chiara")  # the approval is her signature
+    keyring.approve_key(v, info.key_id, reviewer="chiara")
     # this machine writes its own chain of ella: ella.<device>.1, never a second ella.7
     assert e.id.startswith("ella.") and e.id.count(".") == 2 and e.seq == 1
     assert verify.verify(v).ok

@@ -287,7 +287,7 @@ def _tiny_bert(folder: Path) -> Path:
 
 def _reference_forward(w: dict[str, object], cfg: dict[str, object], ids: object) -> object:
     """BERT as the papers write it: per-example 3-D products (einsum), for comparison."""
-    from vaultmem.search.distil import _gelu, _layer_norm
+    from vaultmem.search.bert import _gelu, _layer_norm
 
     eps = 1e-12
     x = (
@@ -331,7 +331,7 @@ def _reference_forward(w: dict[str, object], cfg: dict[str, object], ids: object
 def test_the_2d_forward_pass_computes_what_bert_computes(tmp_path: Path) -> None:
     from safetensors.numpy import load_file
 
-    from vaultmem.search.distil import bert_forward
+    from vaultmem.search.bert import bert_forward
 
     bert = _tiny_bert(tmp_path / "tiny-bert")
     w = load_file(str(bert / "model.safetensors"))

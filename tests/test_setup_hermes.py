@@ -158,7 +158,7 @@ class Ctx:
 ctx = Ctx()
 mod.register(ctx)
 print(ctx.p.name, ctx.p.agent, ctx.p.is_available())
-from vaultmem.core.config import python
+from vaultmem.core.environment import python
 print(python())
 """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

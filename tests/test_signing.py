@@ -11,10 +11,10 @@ import pytest
 
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.app.lifecycle.scaffold import init
-from vaultmem.core import config
+from vaultmem.core import environment
 from vaultmem.core.errors import IntegrityError
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import entry, log, signing, verify
+from vaultmem.nexus import entry, keyring, log, signing, verify
 
 
 @pytest.fixture
@@ -25,9 +25,9 @@ def vault(tmp_path: Path) -> Path:
 
 def test_private_key_lives_in_home_with_mode_0600(vault: Path) -> None:
     v = Vault.open(vault)
-    info = signing.create_key(v, "ella")
+    info = keyring.create_key(v, "ella")
     private = Path(info.private_path)
-    assert config.home_dir() in private.parents
+    assert environment.home_dir() in private.parents
     assert vault not in private.parents
     assert stat.S_IMODE(private.stat().st_mode) == 0o600
     assert stat.S_IMODE(private.parent.stat().st_mode) == 0o700
@@ -44,10 +44,10 @@ def test_private_key_lives_in_home_with_mode_0600(vault: Path) -> None:
 def test_key_rotation_keeps_old_entries_verifying(vault: Path) -> None:
     v = make_keys(vault, "ella")
     first = log.append(v, "ella", "signed with key one").entry
-    second_key = signing.create_key(v, "ella")
+    second_key = keyring.create_key(v, "ella")
     second = log.append(v, "ella", "signed with key two").entry
     assert first.key != second.key == second_key.key_id
-    assert [k.key_id for k in signing.agent_keys(v, "ella")] == [first.key, second.key]
+    assert [k.key_id for k in keyring.agent_keys(v, "ella")] == [first.key, second.key]
     assert verify.verify(v).ok
 
 
@@ -64,15 +64,15 @@ def test_a_copied_vault_without_private_keys_starts_with_keys_create(
     monkeypatch.setenv("VAULTMEM_HOME", str(tmp_path / "other-home"))
     v2 = Vault.open(copy)
     assert signing.signer_for(v2, "ella") is None
-    info = signing.create_key(v2, "ella")
+    info = keyring.create_key(v2, "ella")
     e = log.append(v2, "ella", "on the second machine").entry
     # its own chain: the first machine's ella.1 and this one never share a number
     assert e.seq == 1 and e.id == f"ella.{info_device(v2, info.key_id)}.1"
     # a key nobody vouched for: verify says so until a person approves it
     report = verify.verify(v2)
     assert {p.kind for p in report.problems} == {"unapproved-key"}
-    signing.create_key(v2, "chiara")  # the approval is her signature
-    signing.approve_key(v2, info.key_id, reviewer="chiara")
+    keyring.create_key(v2, "chiara")  # the approval is her signature
+    keyring.approve_key(v2, info.key_id, reviewer="chiara")
     assert verify.verify(v2).ok
 
 
@@ -86,7 +86,7 @@ def test_every_entry_resting_on_an_unapproved_key_is_named(
     log.append(v, "ella", "the real ella")
     monkeypatch.setenv("VAULTMEM_HOME", str(tmp_path / "mallory-home"))
     vm = Vault.open(vault)
-    info = signing.create_key(vm, "ella")
+    info = keyring.create_key(vm, "ella")
     assert not info.approved
     planted = [log.append(vm, "ella", f"as ella: step {i}").entry.id for i in (1, 2)]
     found = [(p.kind, p.id) for p in verify.verify(vm).problems]
@@ -96,12 +96,12 @@ def test_every_entry_resting_on_an_unapproved_key_is_named(
 
 
 def info_device(v: Vault, key_id: str) -> str:
-    return signing.public_keys(v)[key_id].device
+    return keyring.public_keys(v)[key_id].device
 
 
 def test_a_world_readable_private_key_is_refused(vault: Path) -> None:
     v = Vault.open(vault)
-    info = signing.create_key(v, "ella")
+    info = keyring.create_key(v, "ella")
     os.chmod(info.private_path, 0o644)
     with pytest.raises(IntegrityError, match="readable by other users"):
         log.append(v, "ella", "x")
@@ -112,20 +112,20 @@ def test_init_creates_keys_and_never_replaces_them(tmp_path: Path) -> None:
     result = init(root, agents=["ella"], reviewers=["chiara"])
     assert "agents/ella/keys.md" in result.created
     v = Vault.open(root)
-    keys = signing.agent_keys(v, "ella")
-    assert len(keys) == 1 and signing.has_usable_key(v, "ella")
+    keys = keyring.agent_keys(v, "ella")
+    assert len(keys) == 1 and keyring.has_usable_key(v, "ella")
     keys_md = (root / "agents/ella/keys.md").read_text()
     again = init(root, agents=["ella", "lyra"], reviewers=[])
     assert "agents/lyra/keys.md" in again.created and "agents/ella/keys.md" not in again.created
     assert (root / "agents/ella/keys.md").read_text() == keys_md
     e = log.append(Vault.open(root), "lyra", "hello").entry
-    assert e.key == signing.agent_keys(Vault.open(root), "lyra")[0].key_id
+    assert e.key == keyring.agent_keys(Vault.open(root), "lyra")[0].key_id
 
 
 def test_signature_checks(vault: Path) -> None:
     v = make_keys(vault, "ella")
     e = log.append(v, "ella", "x").entry
-    pk = signing.public_keys(v)[e.key]  # type: ignore[index]
+    pk = keyring.public_keys(v)[e.key]  # type: ignore[index]
     assert signing.verify_signature(pk.public, e.hash, e.sig)  # type: ignore[arg-type]
     assert not signing.verify_signature(pk.public, e.hash.replace("a", "b"), e.sig)  # type: ignore[arg-type]
     assert not signing.verify_signature(pk.public, e.hash, "not base64!")
@@ -156,7 +156,7 @@ def test_the_memo_remembers_checked_signatures_and_full_ignores_it(vault: Path) 
     assert len(lines) == 3
     assert verify.verify(v).ok and memo.read_text().split() == lines  # nothing new to remember
     assert verify.verify(v, full=True).ok
-    secret = config.home_dir() / "memo.key"
+    secret = environment.home_dir() / "memo.key"
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and len(secret.read_bytes()) == 32
 
 
@@ -168,7 +168,7 @@ def test_a_memo_line_written_by_an_agent_cannot_hide_a_forged_signature(vault: P
 
     v = make_keys(vault, "ella")
     sig, second = _swap_second_signature(vault)
-    pk = signing.public_keys(v)[second.key]  # type: ignore[index]
+    pk = keyring.public_keys(v)[second.key]  # type: ignore[index]
     raw = f"{second.hash}|{second.key}|{pk.public}|{sig}".encode()
     forged = [hashlib.blake2b(raw, digest_size=n).hexdigest() for n in (12, 16, 32)]
     memo = v.state("verified", "signatures.txt")
@@ -196,7 +196,7 @@ def test_a_signature_replaced_after_the_memo_remembered_it_is_checked_again(vaul
 
 def test_without_a_writable_home_every_signature_is_checked(vault: Path) -> None:
     v = make_keys(vault, "ella")
-    (config.home_dir() / "memo.key").write_bytes(b"short")  # damaged: no memo at all
+    (environment.home_dir() / "memo.key").write_bytes(b"short")  # damaged: no memo at all
     log.append(v, "ella", "x")
     assert verify.verify(v).ok
     assert not v.state("verified", "signatures.txt").exists()
@@ -209,7 +209,7 @@ def test_the_signer_is_kept_while_its_files_are_unchanged(vault: Path) -> None:
     first = signing.signer_for(v, "ella")
     assert first is not None and signing.signer_for(v, "ella") is first
     log.append(v, "ella", "with the first key")
-    second_key = signing.create_key(v, "ella")
+    second_key = keyring.create_key(v, "ella")
     now = signing.signer_for(v, "ella")
     assert now is not None and now is not first and now.key_id == second_key.key_id
     private = Path(second_key.private_path)

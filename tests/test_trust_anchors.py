@@ -22,7 +22,7 @@ from tests._cli import REPO, run_cli
 from tests._layer3_helpers import make_keys
 from vaultmem.core import pins
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import decisions, log, signing, trust, verify
+from vaultmem.nexus import decisions, keyring, log, trust, verify
 
 TEXT_APPROVAL = " approved-by reviewer chiara 2026-12-01T15:00:00Z"
 
@@ -70,7 +70,7 @@ def _set_line(path: Path, key_id: str, tail: str) -> None:
 def _forge_as_ella(vault: Path) -> tuple[str, str, str]:
     """In the attacker's home: a key for ella, a handoff to lyra and a decision signed with it."""
     v = Vault.open(vault)
-    key = signing.create_key(v, "ella").key_id
+    key = keyring.create_key(v, "ella").key_id
     _set_line(vault / "agents/ella/keys.md", key, TEXT_APPROVAL)
     v = Vault.open(vault)
     handoff = log.append(
@@ -105,7 +105,7 @@ def test_a_key_line_put_before_the_first_key_is_not_the_first_key(
 ) -> None:
     with attacker(monkeypatch, tmp_path):
         v = Vault.open(victim)
-        key = signing.create_key(v, "ella")
+        key = keyring.create_key(v, "ella")
         keys_md = victim / "agents/ella/keys.md"
         lines = keys_md.read_text(encoding="utf-8").splitlines(keepends=True)
         mine = next(i for i, ln in enumerate(lines) if f"`{key.key_id}`" in ln)
@@ -113,7 +113,7 @@ def test_a_key_line_put_before_the_first_key_is_not_the_first_key(
         lines.insert(first, lines.pop(mine).split(" device ", 1)[0].rstrip("\n") + "\n")
         keys_md.write_text("".join(lines), encoding="utf-8")
         v = Vault.open(victim)
-        assert signing.agent_keys(v, "ella")[0].key_id == key.key_id  # the file's first line
+        assert keyring.agent_keys(v, "ella")[0].key_id == key.key_id  # the file's first line
         forged = log.append(v, "ella", "as ella, from the first line").entry.id
     by_id = _kinds_by_id(_problems(victim))
     assert by_id[key.key_id] == {"unapproved-key"}
@@ -131,15 +131,15 @@ def test_a_reviewer_key_the_attacker_adds_does_not_verify_approvals(
             toml.read_text().replace('reviewers = ["chiara"]', 'reviewers = ["chiara", "mallory"]')
         )
         v = Vault.open(victim)
-        signing.create_key(v, "mallory")  # people/mallory/keys.md, real vaultmem, its home
-        signing.create_key(v, "chiara")  # a second key line under people/chiara/keys.md
-        ella = signing.create_key(v, "ella").key_id
-        lyra = signing.create_key(v, "lyra").key_id
+        keyring.create_key(v, "mallory")  # people/mallory/keys.md, real vaultmem, its home
+        keyring.create_key(v, "chiara")  # a second key line under people/chiara/keys.md
+        ella = keyring.create_key(v, "ella").key_id
+        lyra = keyring.create_key(v, "lyra").key_id
         # both approvals are real signatures, by keys the attacker's home trusts
-        signing.approve_key(v, ella, reviewer="mallory")
-        signing.approve_key(v, lyra, reviewer="chiara")
+        keyring.approve_key(v, ella, reviewer="mallory")
+        keyring.approve_key(v, lyra, reviewer="chiara")
         v = Vault.open(victim)
-        assert signing.public_keys(v)[ella].approved and signing.public_keys(v)[lyra].approved
+        assert keyring.public_keys(v)[ella].approved and keyring.public_keys(v)[lyra].approved
         forged = log.append(v, "lyra", "as lyra").entry.id
     problems = _problems(victim)
     by_id = _kinds_by_id(problems)
@@ -218,7 +218,7 @@ def test_an_old_text_approval_is_upgraded_by_the_reviewer_signing_it(
     """A vault from format 3: a key approved by text. verify names the command; the upgrade
     lists it; the reviewer runs it once and the key verifies again."""
     v = Vault.open(vault)
-    key = signing.create_key(v, "ella").key_id
+    key = keyring.create_key(v, "ella").key_id
     _set_line(vault / "agents/ella/keys.md", key, TEXT_APPROVAL)
     log.append(Vault.open(vault), "ella", "signed with the new key")
     command = f"vaultmem keys approve {key} --reviewer chiara"
@@ -264,13 +264,13 @@ def test_init_here_pins_what_it_adds_and_an_agent_from_a_remote_waits(
     init(victim, agents=["nova"], reviewers=[])  # a person here adds nova: trusted at once
     v = Vault.open(victim)
     assert "nova" in v.config.agents and trust.pending(v) == ()
-    assert signing.agent_keys(v, "nova")[0].approved
+    assert keyring.agent_keys(v, "nova")[0].approved
     with attacker(monkeypatch, tmp_path):
         toml = victim / "vaultmem.toml"
         toml.write_text(toml.read_text().replace('"nova"]', '"nova", "mira"]'))
         (victim / "agents/mira").mkdir()
         (victim / "agents/mira/IDENTITY.md").write_text("# mira\n")
-        mira = signing.create_key(Vault.open(victim), "mira").key_id
+        mira = keyring.create_key(Vault.open(victim), "mira").key_id
         forged = log.append(Vault.open(victim), "mira", "hello from mira").entry.id
     v = Vault.open(victim)
     assert "mira" not in v.config.agents

@@ -17,7 +17,7 @@ import pytest
 from tests._layer3_helpers import fresh_vault, make_keys
 from vaultmem.core.records import evolve
 from vaultmem.core.vault import Vault
-from vaultmem.nexus import entry, log, signing, verify
+from vaultmem.nexus import entry, keyring, log, signing, verify
 
 
 @pytest.fixture
@@ -75,19 +75,19 @@ def test_a_key_of_one_machine_cannot_continue_another_machines_chain(
     vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     v1 = make_keys(vault, "ella")
-    signing.create_key(v1, "chiara")  # the reviewer's key, on her first machine
+    keyring.create_key(v1, "chiara")  # the reviewer's key, on her first machine
     log.append(v1, "ella", "on the first machine")
     # a second machine (its own VAULTMEM_HOME): its own key, its own chain ella.<device>
     home1 = tmp_path / "home-1"
     shutil.copytree(Path(str(signing.keys_home())).parent, home1)
     monkeypatch.setenv("VAULTMEM_HOME", str(tmp_path / "home-2"))
     v2 = Vault.open(vault)
-    info = signing.create_key(v2, "ella")
+    info = keyring.create_key(v2, "ella")
     # chiara approves on this machine too (her key, which both machines pinned, signs)
     shutil.copytree(home1 / "keys" / "chiara", tmp_path / "home-2" / "keys" / "chiara")
-    signing.approve_key(v2, info.key_id, reviewer="chiara")
+    keyring.approve_key(v2, info.key_id, reviewer="chiara")
     first = log.append(v2, "ella", "on the second machine").entry
-    device = signing.public_keys(v2)[info.key_id].device
+    device = keyring.public_keys(v2)[info.key_id].device
     assert device and first.id == f"ella.{device}.1"
     assert _problems(v2) == []
     # back on the first machine: ella signs entry 2 of the second machine's chain with her key

@@ -234,7 +234,7 @@ def test_prompt_recall_never_shows_another_agents_private_notes(
 def inline(event: str, payload: dict[str, Any], vault: Path) -> None:
     """What the detached child of `hook stop` / `hook pre-compact` runs, run to its end."""
     proc = subprocess.run(
-        [sys.executable, "-m", "vaultmem.app.hooks.background", event,
+        [sys.executable, "-m", "vaultmem.app.hooks.detached", event,
          "--vault", str(vault), "--agent", "ella"],
         input=json.dumps(payload), capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -24,7 +24,8 @@ from vaultmem.bank.model import BANK_TYPES as FACT_TYPES
 from vaultmem.bank.model import MAX_TEXT
 from vaultmem.bank.transcripts import Transcript, TranscriptFormat
 from vaultmem.core import llm
-from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
+from vaultmem.core.config import LLMSettings
+from vaultmem.core.environment import ENV_ANTHROPIC_KEY
 from vaultmem.core.errors import UsageError
 from vaultmem.core.records import record
 from vaultmem.core.secrets import Finding, redact_outbound

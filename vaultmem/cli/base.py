@@ -15,7 +15,7 @@ import typer
 
 from vaultmem.cli.io import emit, emit_json, open_vault, read_text_arg, warn
 from vaultmem.cli.lazy import app, commands
-from vaultmem.core.config import ENV_AGENT, ENV_REVIEWER, ENV_VAULT
+from vaultmem.core.environment import ENV_AGENT, ENV_REVIEWER, ENV_VAULT
 
 __all__ = [
     "COMMON",

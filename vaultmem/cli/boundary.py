@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from vaultmem.cli.io import emit_json
-from vaultmem.core.config import env_debug
+from vaultmem.core.environment import env_debug
 from vaultmem.core.errors import EXIT_UNEXPECTED, EXIT_USAGE, VaultmemError
 from vaultmem.core.patterns import later
 

@@ -164,7 +164,7 @@ def setup_codex(
     updates them, --remove takes them out, and nothing else in any file changes.
     """
     from vaultmem.app.setup.codex import plan_codex
-    from vaultmem.core.config import ENV_CODEX_HOME, env
+    from vaultmem.core.environment import ENV_CODEX_HOME, env
 
     v, who = _vault_and_agent(vault, agent)
     home = env(ENV_CODEX_HOME)
@@ -336,7 +336,7 @@ def setup_hermes(
     """
     from vaultmem.app.setup.hermes import find_hermes, plan_hermes
     from vaultmem.app.setup.hermes import hermes_home as home_of
-    from vaultmem.core.config import ENV_HERMES_HOME, env
+    from vaultmem.core.environment import ENV_HERMES_HOME, env
 
     v, who = _vault_and_agent(vault, agent)
     home = hermes_home.expanduser().resolve() if hermes_home else home_of(env(ENV_HERMES_HOME))

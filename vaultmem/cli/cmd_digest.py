@@ -37,7 +37,7 @@ OfflineOpt = Annotated[
 
 
 def _key() -> tuple[str | None, str | None]:
-    from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
+    from vaultmem.core.environment import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
 
     return env(ENV_ANTHROPIC_KEY), env(ENV_ANTHROPIC_BASE_URL)
 

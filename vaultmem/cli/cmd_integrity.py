@@ -46,7 +46,7 @@ def keys_create(
 ) -> None:
     """Make a new Ed25519 key pair for an agent: the private key in VAULTMEM_HOME (mode 0600),
     the public key in agents/<agent>/keys.md. Old keys stay listed so old entries verify."""
-    from vaultmem.nexus.signing import create_key
+    from vaultmem.nexus.keyring import create_key
 
     v = open_vault(vault)
     if reviewer is not None:
@@ -82,7 +82,7 @@ def keys_approve(
     NAME). Refused (exit 8) when an agent is acting, the name is not a reviewer, or the
     reviewer has no key on this machine. Re-run it for a key approved by text only (an old
     vault's `approved-by reviewer NAME TIME`): text approves nothing."""
-    from vaultmem.nexus.signing import approve_key
+    from vaultmem.nexus.keyring import approve_key
 
     key = approve_key(open_vault(vault), key_id, reviewer=reviewer, acting_agent=agent)
     if as_json:
@@ -94,7 +94,8 @@ def keys_approve(
 @keys_app.command("list", epilog=example("vaultmem keys list", "vaultmem keys list --json"))
 def keys_list(vault: VaultOpt = None, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Every registered public key, and whether this machine holds its private half."""
-    from vaultmem.nexus.signing import private_key_path, public_keys
+    from vaultmem.nexus.keyring import public_keys
+    from vaultmem.nexus.signing import private_key_path
 
     v = open_vault(vault)
     keys = [k for k in public_keys(v).values() if agent is None or k.agent == agent]

@@ -181,7 +181,7 @@ def clone(
     """Clone a vault to a new machine: git clone, merge drivers, and this machine's keys for
     the agents that will write from it (a reviewer approves each: vaultmem keys approve)."""
     from vaultmem.app.sync.machines import clone as do_clone
-    from vaultmem.nexus.signing import create_key
+    from vaultmem.nexus.keyring import create_key
 
     v = do_clone(url, path)
     made = [create_key(v, v.require_agent(a)) for a in agents or []]

@@ -22,7 +22,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core.config import ENV_NO_FAST, env
+from vaultmem.core.environment import ENV_NO_FAST, env
 
 HOT = (
     "read",

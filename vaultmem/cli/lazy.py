@@ -170,7 +170,7 @@ class LazyGroup(TyperGroup):
         typer's scripts send `complete_bash`; click 8's protocol says `bash_complete`: both
         are read. Completion builds every command, as `--help` does; plain runs never come
         here with the variable set."""
-        from vaultmem.core.config import ENV_COMPLETE, env
+        from vaultmem.core.environment import ENV_COMPLETE, env
 
         var = complete_var or ENV_COMPLETE
         instruction = env(var)

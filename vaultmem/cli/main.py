@@ -183,7 +183,7 @@ def _quiet_sync(args: list[str]) -> bool:
     """`vaultmem sync [--vault V] [--agent A] [--json]` with nothing to do, answered without
     typer in two git calls (app/sync/quiet.py): the hooks' background sync runs it every few
     minutes. Anything else, any error, or something to do: False, and the full sync runs."""
-    from vaultmem.core.config import ENV_NO_FAST, env
+    from vaultmem.core.environment import ENV_NO_FAST, env
 
     parsed = _vault_and_agent(args, switches=("--json",))
     if parsed is None:

@@ -149,7 +149,7 @@ def interactive_review(vault: Vault, reviewer: str, *, to_stderr: bool = False) 
     """
     screen = err if to_stderr else out
     from vaultmem.bank import review
-    from vaultmem.core.config import ENV_EDITOR, env
+    from vaultmem.core.environment import ENV_EDITOR, env
     from vaultmem.core.errors import VaultmemError
 
     queue = review.review_queue(vault)

@@ -68,7 +68,7 @@ def retain_from(
     import sys
 
     from vaultmem.bank.retention import load_transcript, retain_transcript
-    from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
+    from vaultmem.core.environment import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
 
     transcript, label = load_transcript(path, sys.stdin.read() if path == "-" else None)
     label = source or label
@@ -107,7 +107,7 @@ def report_retention(done: Any, as_json: bool) -> None:
 
 def retain_queued(v: Any, agent: str | None, dry_run: bool, as_json: bool) -> int:
     from vaultmem.bank.retention import queued, retain_queued
-    from vaultmem.core.config import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
+    from vaultmem.core.environment import ENV_ANTHROPIC_BASE_URL, ENV_ANTHROPIC_KEY, env
 
     if dry_run:
         items = queued(v, agent)

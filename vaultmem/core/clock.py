@@ -58,7 +58,7 @@ def now() -> datetime:
     """The current time in UTC (pinned by VAULTMEM_NOW when set)."""
     from datetime import UTC, datetime
 
-    from vaultmem.core.config import env_now
+    from vaultmem.core.environment import env_now
 
     pinned = env_now()
     return pinned if pinned is not None else datetime.now(UTC)
@@ -84,7 +84,7 @@ def stamp_ms(moment: datetime | None = None) -> str:
 
 
 def _pinned() -> bool:
-    from vaultmem.core.config import ENV_NOW, env
+    from vaultmem.core.environment import ENV_NOW, env
 
     return env(ENV_NOW) is not None
 

@@ -1,44 +1,24 @@
-"""Settings: flag > VAULTMEM_* environment > vaultmem.toml > defaults.
+"""Settings: flag > VAULTMEM_* environment > vaultmem.toml > defaults. The schema of
+vaultmem.toml (every section, its defaults and safe ranges) and the checked parse of its text.
 
-This is the only module that reads `os.environ`. Entry points (the CLI, the MCP server) call
-`env_*` helpers and pass plain values into the core.
+The ground floor of the core is a line, each module knowing only those below it: the
+environment (`environment.py`), the clock, these settings, this machine's secrets (`device.py`),
+the seal (`seal.py`), the sealed parse cache (`tomlcache.py`), and this machine's pins, where the
+vault's config as this machine enforces it is read (`pins.load_config`).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vaultmem.core.errors import ConfigError
 from vaultmem.core.names import AGENT_NAME_RE
 from vaultmem.core.records import Section, setting
 
-ENV_VAULT = "VAULTMEM_VAULT"
-ENV_AGENT = "VAULTMEM_AGENT"
-ENV_HOME = "VAULTMEM_HOME"
-ENV_DEBUG = "VAULTMEM_DEBUG"
-ENV_NO_FAST = "VAULTMEM_NO_FAST"
-ENV_REVIEWER = "VAULTMEM_REVIEWER"
-ENV_NOW = "VAULTMEM_NOW"
-ENV_ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
-ENV_ANTHROPIC_BASE_URL = "ANTHROPIC_BASE_URL"
-ENV_EDITOR = "EDITOR"
-ENV_CODEX_HOME = "CODEX_HOME"  # where Codex keeps config.toml (default ~/.codex)
-ENV_HERMES_HOME = "HERMES_HOME"  # where Hermes Agent keeps config.yaml (default ~/.hermes)
-# crash tests only: `step:N` kills this process (SIGKILL) just before its Nth step (a rename,
-# link or durable append); tests/integration/test_crash.py runs real commands at each N
-ENV_CRASH_AT = "VAULTMEM_CRASH_AT"
-# set by a shell's completion script (`vaultmem --show-completion`): the protocol of click
-ENV_COMPLETE = "_VAULTMEM_COMPLETE"
-
 CONFIG_NAME = "vaultmem.toml"
 
 SUPPORTED_LANGUAGES = ("en", "it", "de", "fr", "es", "pt", "nl")
-
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 
 class LogSettings(Section):
@@ -293,7 +273,7 @@ def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(raw))
 
 
-def _toml(text: str, path: Path) -> dict[str, Any]:
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
     import tomllib
 
     try:
@@ -308,7 +288,7 @@ def parse_config(text: str, path: Path, raw: dict[str, Any] | None = None) -> Co
     """Parse the text of a `vaultmem.toml`; raise ConfigError naming the file on any problem.
     `raw`: the text already parsed as TOML (`load_config`'s cache), checked all the same."""
     if raw is None:
-        raw = _toml(text, path)
+        raw = parse_toml(text, path)
     unknown = sorted(set(raw) - set(Config.FIELDS))
     if unknown:
         raise ConfigError(
@@ -392,122 +372,3 @@ def toml_list(names: list[str] | tuple[str, ...]) -> str:
     import json
 
     return "[" + ", ".join(json.dumps(n) for n in names) + "]"
-
-
-def load_config(path: Path, *, pinned: bool = True) -> Config:
-    """The vault's config as this machine enforces it: the file's settings, with the security
-    settings taken from this machine's pins (`pinned`, see `effective`); `pinned=False` gives
-    the file as it is."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read {path}: {exc.strerror}", "check the file's permissions"
-        ) from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text", "re-save the file as UTF-8") from exc
-    from vaultmem.core import tomlcache  # tomllib's parse of these bytes, made before
-
-    raw = tomlcache.get(path, data)
-    if raw is not None:
-        config = parse_config(text, path, raw)
-    else:
-        raw = _toml(text, path)
-        config = parse_config(text, path, raw)  # only a config that passes its checks is kept
-        tomlcache.put(path, data, raw)
-    if not pinned:
-        return config
-    from vaultmem.core.pins import effective  # this machine's trust pins (one small JSON read)
-
-    return effective(config, path.parent)
-
-
-# --- environment (entry points only) -------------------------------------------------------
-
-
-def env(name: str) -> str | None:
-    """One VAULTMEM_* (or other documented) variable, empty treated as unset."""
-    value = os.environ.get(name)
-    return value or None
-
-
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def one_blas_thread() -> None:
-    """Before numpy is first imported: one BLAS thread unless the user set a number. The
-    products recall runs are small; on a busy 2-core machine a BLAS thread pool made one
-    query's transformer pass 15x slower (3 s instead of 0.2 s)."""
-    for name in BLAS_THREADS:
-        os.environ.setdefault(name, "1")
-
-
-def env_now() -> datetime | None:
-    """VAULTMEM_NOW pins the clock for tests and benchmarks. Two forms, UTC if no zone:
-
-    - `2026-11-29T10:00:00Z`: frozen at that instant;
-    - `2026-11-29T10:00:00Z@1796000000.5`: that instant at Unix time 1796000000.5, running from
-      there with the wall clock, so that every process of a test run reads one moving clock."""
-    raw = env(ENV_NOW)
-    if raw is None:
-        return None
-    import time
-    from datetime import UTC, datetime, timedelta
-
-    text, _, anchor = raw.partition("@")
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        since = float(anchor) if anchor else None
-    except ValueError:
-        raise ConfigError(
-            f"{ENV_NOW}={raw!r} is not an ISO time (or ISO@UNIX-TIME)",
-            "e.g. VAULTMEM_NOW=2026-11-29T10:00:00Z",
-        ) from None
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    if since is not None:
-        moment += timedelta(seconds=time.time() - since)
-    return moment
-
-
-def env_crash_at() -> int | None:
-    """The step to die at (VAULTMEM_CRASH_AT=step:N), for the crash tests."""
-    raw = env(ENV_CRASH_AT) or ""
-    kind, _, n = raw.partition(":")
-    return int(n) if kind == "step" and n.isdigit() else None
-
-
-def env_crash_stage() -> str | None:
-    """The sync stage to die at (VAULTMEM_CRASH_AT=sync:STAGE), for the crash tests."""
-    kind, _, stage = (env(ENV_CRASH_AT) or "").partition(":")
-    return stage if kind == "sync" and stage else None
-
-
-def env_debug() -> bool:
-    return (env(ENV_DEBUG) or "").lower() in {"1", "true", "yes", "on"}
-
-
-_PYTHON: list[str] = []  # set by use_python: vaultmem runs inside another program's Python
-
-
-def python() -> str:
-    """The Python that runs vaultmem's own processes (the background sync, `retain --queued`,
-    the commands a hint tells a model to run): this process's, unless vaultmem was loaded into
-    another program's interpreter (Hermes Agent's memory provider, `mcp/hermes.py`), which
-    names vaultmem's own with `use_python`."""
-    import sys
-
-    return _PYTHON[0] if _PYTHON else sys.executable
-
-
-def use_python(path: str) -> None:
-    _PYTHON[:] = [path]
-
-
-def home_dir() -> Path:
-    """VAULTMEM_HOME, else the platform's per-user config dir. Private keys live here.
-    (Defined in `core/seal.py` with `os` alone: the prompt hook's quick path needs it.)"""
-    from vaultmem.core.seal import home
-
-    return Path(home())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vaultmem.core import config
+from vaultmem.core import environment
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.fsio import create_private
 from vaultmem.core.names import DEVICE_RE
@@ -22,7 +22,7 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 
 def device_id(*, create: bool = True) -> str | None:
     """This machine's device id (made on first use when `create`)."""
-    path = config.home_dir() / "device"
+    path = environment.home_dir() / "device"
     try:
         text = path.read_text(encoding="ascii").strip()
     except (FileNotFoundError, UnicodeDecodeError):
@@ -51,7 +51,7 @@ def memo_secret(*, create: bool = True) -> bytes | None:
     cannot add a line that makes a forged entry pass. None when VAULTMEM_HOME is not writable,
     or when it does not exist yet and `create` is False (`read` writes nothing there).
     """
-    path = config.home_dir() / "memo.key"
+    path = environment.home_dir() / "memo.key"
     for _ in range(2):
         try:
             raw = path.read_bytes()

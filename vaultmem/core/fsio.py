@@ -85,7 +85,7 @@ def before_step() -> None:
     a step being a rename, a link or an append (the points where a file changes), or a
     group commit's fsync (`core/commit.py`)."""
     global _renames
-    from vaultmem.core.config import env_crash_at
+    from vaultmem.core.environment import env_crash_at
 
     target = env_crash_at()
     if target is None:

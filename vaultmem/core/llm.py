@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaultmem.core.config import ENV_ANTHROPIC_KEY, LLMSettings
+from vaultmem.core.config import LLMSettings
+from vaultmem.core.environment import ENV_ANTHROPIC_KEY
 from vaultmem.core.errors import LLMError
 from vaultmem.core.records import field, record
 

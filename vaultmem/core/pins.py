@@ -5,7 +5,8 @@ the reviewers' public keys and each agent's first key): trust on first use, like
 known_hosts. A change in vaultmem.toml (a remote's or an edit) that loosens them takes effect
 only when a person on this machine runs `vaultmem trust accept`; one that tightens them takes
 effect at once (it cannot help an attacker). Reading the pins is one small JSON read, on every
-command's path (`config.load_config`): no cryptography, nothing else imported.
+command's path (`load_config`, the vault's config as this machine enforces it, is here): no
+cryptography, nothing else imported.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core.config import Config, home_dir
+from vaultmem.core import tomlcache
+from vaultmem.core.config import Config, parse_config, parse_toml
+from vaultmem.core.environment import home_dir
 from vaultmem.core.errors import ConfigError
 from vaultmem.core.records import evolve
 
@@ -125,3 +128,29 @@ def effective(config: Config, root: Path) -> Config:
         agents=both(config.agents, "agents"),
         default_reviewer=config.default_reviewer,
     )
+
+
+def load_config(path: Path, *, pinned: bool = True) -> Config:
+    """The vault's config as this machine enforces it: the file's settings, with the security
+    settings taken from this machine's pins (`pinned`, see `effective`); `pinned=False` gives
+    the file as it is."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror}", "check the file's permissions"
+        ) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text", "re-save the file as UTF-8") from exc
+    raw = tomlcache.get(path, data)
+    if raw is not None:
+        config = parse_config(text, path, raw)
+    else:
+        raw = parse_toml(text, path)
+        config = parse_config(text, path, raw)  # only a config that passes its checks is kept
+        tomlcache.put(path, data, raw)
+    if not pinned:
+        return config
+    return effective(config, path.parent)

@@ -20,14 +20,15 @@ This module imports only `os` and `json` (no pathlib, no config) for that reason
 """
 
 # os.path, not pathlib: the prompt hook's quick path imports this module
-# ruff: noqa: PTH111, PTH118
+# ruff: noqa: PTH118
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import TYPE_CHECKING, Any
+
+from vaultmem.core.environment import home
 
 try:  # the built-in module hashlib itself takes blake2b from; hashlib loads OpenSSL first
     from _blake2 import blake2b
@@ -47,24 +48,6 @@ SECRET_FILE = "memo.key"
 STATE_DIR = ".vaultmem"
 
 _SECRET: dict[str, bytes | None] = {}
-
-
-def home() -> str:
-    """VAULTMEM_HOME, else the platform's per-user config dir (`core.config.home_dir` is
-    this, as a Path). Here, with `os` alone, because the prompt hook's quick path cannot pay
-    for importing the config module (~60 ms)."""
-    explicit = os.environ.get("VAULTMEM_HOME")
-    if explicit:
-        return os.path.expanduser(explicit)
-    if sys.platform == "win32":
-        base = os.environ.get("APPDATA") or os.path.join(
-            os.path.expanduser("~"), "AppData", "Roaming"
-        )
-    elif sys.platform == "darwin":
-        base = os.path.join(os.path.expanduser("~"), "Library", "Application Support")
-    else:
-        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "vaultmem")
 
 
 def secret(*, create: bool = True) -> bytes | None:

@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
 
-from vaultmem.core.config import CONFIG_NAME, Config, load_config
+from vaultmem.core.config import CONFIG_NAME, Config
 from vaultmem.core.errors import (
     PathOutsideVaultError,
     RefusedError,
@@ -27,6 +27,7 @@ from vaultmem.core.errors import (
     VaultNotFoundError,
 )
 from vaultmem.core.names import AGENT_NAME_RE
+from vaultmem.core.pins import load_config
 from vaultmem.core.records import record
 
 if TYPE_CHECKING:

@@ -222,7 +222,8 @@ class Provider:
         return INTRO + "\n\n" + self._deliver(outcome) if outcome.context else ""
 
     def _prefetch(self, query: str, session_id: str, start: float) -> str:
-        from vaultmem.app.hooks.events import load_session, prompt, session_start
+        from vaultmem.app.hooks.events import prompt, session_start
+        from vaultmem.app.hooks.session import load_session
 
         v = self._vault()
         payload = self._payload(session_id, prompt=query or None)
@@ -238,7 +239,7 @@ class Provider:
         return self._deliver(outcome)
 
     def _follow(self, old: str, parent: str) -> None:
-        from vaultmem.app.hooks.events import load_session, save_session
+        from vaultmem.app.hooks.session import load_session, save_session
 
         v = self._vault()
         session = load_session(v, self.agent)
@@ -352,7 +353,7 @@ def register(ctx: Any, *, vault: str, agent: str, python: str | None = None) -> 
     loader's `_ProviderCollector`): one provider for `agent` in `vault`. `python` is vaultmem's
     own interpreter, for the processes vaultmem starts (Hermes's is not vaultmem's)."""
     if python:
-        from vaultmem.core.config import use_python
+        from vaultmem.core.environment import use_python
 
         use_python(python)
     provider = provider_class()(vault, agent)

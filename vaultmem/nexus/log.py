@@ -175,9 +175,9 @@ def rebuild_heads(vault: Vault, log: str) -> dict[str, list[Any]]:
     heads: dict[str, list[Any]] = {}
     if not candidates:
         return heads
-    from vaultmem.nexus import signing
+    from vaultmem.nexus import keyring
 
-    keys = signing.public_keys(vault)
+    keys = keyring.public_keys(vault)
     require = vault.config.log.require_signatures
     for chain, found in candidates.items():
         for e in sorted(found.values(), key=lambda x: -x.seq):

@@ -109,10 +109,10 @@ class ShowCheck:
         if e.id in self.failed:
             return self.failed[e.id]
         if e.sig and e.key and self._keys is None:
-            from vaultmem.nexus import signing
+            from vaultmem.nexus import keyring
             from vaultmem.nexus.memo import SignatureMemo
 
-            self._keys = signing.public_keys(self.vault)
+            self._keys = keyring.public_keys(self.vault)
             # the memo `verify` keeps; a pack never makes its secret (nothing written to home)
             self._memo = SignatureMemo(self.vault, use=True, create=False)
         wrong = entry_problem(

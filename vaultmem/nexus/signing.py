@@ -21,31 +21,27 @@ name the key that signed them. Reading the keys file needs no YAML and no crypto
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from vaultmem.core import clock, config
-from vaultmem.core.errors import IntegrityError, UsageError, VaultmemError
-from vaultmem.core.fsio import atomic_write, create_private
+from vaultmem.core import environment
+from vaultmem.core.errors import IntegrityError
+from vaultmem.core.fsio import atomic_write
 from vaultmem.core.hashes import b64decode, b64encode, sha256
 from vaultmem.core.locking import exclusive, lock_path
 from vaultmem.core.names import AGENT_NAME_RE
 from vaultmem.core.records import record
 from vaultmem.core.vault import Vault, validate_name
 
-if TYPE_CHECKING:
-    from vaultmem.nexus.trust import Judge
-
 KEYS_FILE = "keys.md"
 SIG_DOMAIN = b"vaultmem-entry-v1\n"
 KEY_DOMAIN = b"vaultmem-key-v1\n"
 APPROVAL_DOMAIN = b"vaultmem-key-approval-v1\n"
 _SIGNERS: dict[tuple[str, str, str], tuple[Any, Signer, Any]] = {}  # kept by signer_for
-_KEY_LINE = re.compile(
+KEY_LINE = re.compile(
     r"- `(?P<id>k-[0-9a-f]{16})` ed25519 `(?P<pub>[A-Za-z0-9+/]{43}=)`"
     r"(?: created (?P<created>\S+))?"
     r"(?: device (?P<device>[a-z2-7]{4}))?"
@@ -82,28 +78,12 @@ class PublicKey:
         return dict(self.__dict__)
 
 
-@record
-class KeyInfo:
-    """A key pair this machine holds for an agent (returned by create_key)."""
-
-    agent: str
-    key_id: str
-    public: str
-    private_path: str  # absolute, in VAULTMEM_HOME
-    public_path: str  # vault-relative keys file
-    approved: bool = True
-    approval: str = "first key"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 def key_id_for(public_raw: bytes) -> str:
     return "k-" + sha256(public_raw).hexdigest()[:16]
 
 
 def keys_home() -> Path:
-    return config.home_dir() / "keys"
+    return environment.home_dir() / "keys"
 
 
 def private_key_path(agent: str, key_id: str) -> Path:
@@ -136,7 +116,7 @@ def approval_statement(
 def _parse_keys(text: str, agent: str) -> list[PublicKey]:
     found = []
     for n, line in enumerate(text.splitlines(), 1):
-        m = _KEY_LINE.fullmatch(line.strip())
+        m = KEY_LINE.fullmatch(line.strip())
         if m:
             found.append(
                 PublicKey(
@@ -156,14 +136,7 @@ def _parse_keys(text: str, agent: str) -> list[PublicKey]:
     return found
 
 
-@record
-class KeysFileProblem:
-    agent: str
-    path: str
-    message: str
-
-
-def _read_keys_text(path: Path) -> tuple[str, str | None]:
+def read_keys_text(path: Path) -> tuple[str, str | None]:
     """The keys file's text and a problem, if any. A bad byte does not hide the key lines
     (they are ASCII): the file is read with replacements and reported."""
     data = path.read_bytes()
@@ -173,70 +146,16 @@ def _read_keys_text(path: Path) -> tuple[str, str | None]:
         return data.decode("utf-8", "replace"), f"not UTF-8 (bad byte at offset {exc.start})"
 
 
-def agent_keys(vault: Vault, agent: str, *, judge: bool = True) -> list[PublicKey]:
-    """The agent's registered public keys, oldest first (empty when it has none); judged
-    (approved or not) unless `judge` is False, which skips the signature checks: `append`
-    needs only the newest key this machine holds."""
-    return _agent_keys(vault, agent, judge=judge)[0]
-
-
 def read_key_lines(path: Path, owner: str) -> tuple[list[PublicKey], str | None]:
     """The key lines of one keys file, not judged (no cryptography), and a problem if any."""
     try:
-        text, problem = _read_keys_text(path)
+        text, problem = read_keys_text(path)
     except FileNotFoundError:
         return [], None
     except OSError as exc:
         return [], f"cannot read: {exc.strerror}"
     keys = [k for k in _parse_keys(text, owner) if key_id_for(b64decode(k.public)) == k.key_id]
     return keys, problem
-
-
-def _agent_keys(
-    vault: Vault, agent: str, *, judge: bool = True, judge_with: Judge | None = None
-) -> tuple[list[PublicKey], str | None]:
-    path = keys_file(vault, agent)
-    keys, problem = read_key_lines(path, agent)
-    if not judge:
-        return keys, problem
-    from vaultmem.nexus.trust import Judge
-
-    person = path.parent.parent.name == "people"
-    return (judge_with or Judge(vault)).judge(keys, agent, person=person), problem
-
-
-def public_keys(vault: Vault) -> dict[str, PublicKey]:
-    """Every registered key of every agent (and person) that has a keys file, by key id."""
-    return keys_report(vault)[0]
-
-
-def keys_report(vault: Vault) -> tuple[dict[str, PublicKey], list[KeysFileProblem]]:
-    """Every registered key by id (agents' and people's), and the keys files that could not
-    be read cleanly."""
-    out: dict[str, PublicKey] = {}
-    problems: list[KeysFileProblem] = []
-    from vaultmem.nexus.trust import Judge
-
-    judge = Judge(vault)
-    for top in ("agents", "people"):
-        folder = vault.root / top
-        if not folder.is_dir():
-            continue
-        for child in sorted(folder.iterdir()):
-            if not (child / KEYS_FILE).is_file():
-                continue
-            try:
-                validate_name(child.name)
-            except VaultmemError:
-                continue
-            if vault.rel(keys_file(vault, child.name)) != f"{top}/{child.name}/{KEYS_FILE}":
-                continue  # a keys file in the wrong folder (a person's under agents/)
-            keys, problem = _agent_keys(vault, child.name, judge_with=judge)
-            if problem:
-                problems.append(KeysFileProblem(child.name, vault.rel(child / KEYS_FILE), problem))
-            for key in keys:
-                out.setdefault(key.key_id, key)
-    return out, problems
 
 
 def _keys_header(agent: str) -> str:
@@ -267,7 +186,7 @@ def register_public_key(
     line = f"- `{kid}` ed25519 `{public_b64}` created {created}{where}{approval}\n"
     with exclusive(lock_path(vault, f"keys-{agent}"), vault.config.log.lock_timeout, what="keys"):
         try:
-            text, _problem = _read_keys_text(path)
+            text, _problem = read_keys_text(path)
         except FileNotFoundError:
             text = _keys_header(agent)
         if any(k.key_id == kid for k in _parse_keys(text, agent)):
@@ -284,17 +203,8 @@ def _ed25519() -> Any:
     return ed25519
 
 
-def create_key(vault: Vault, agent: str, *, acting_agent: str | None = None) -> KeyInfo:
-    """Make a new key pair for `agent` (or a person listed as a reviewer): private key in
-    VAULTMEM_HOME, public key in the vault. An agent's first key, and a person's key made on
-    this machine, are pinned here (nexus/trust.py); a person's key is refused (exit 8) while
-    an agent is acting."""
-    validate_name(agent)
-    person = vault.rel(keys_file(vault, agent)).startswith("people/")
-    if person:
-        from vaultmem.core.vault import refuse_acting_agent
-
-        refuse_acting_agent(acting_agent, "a person's signing keys")
+def new_key_pair() -> tuple[bytes, bytes]:
+    """A new Ed25519 key pair: (the 32-byte private seed, the 32-byte raw public key)."""
     ed = _ed25519()
     private = ed.Ed25519PrivateKey.generate()
     from cryptography.hazmat.primitives import serialization
@@ -305,133 +215,7 @@ def create_key(vault: Vault, agent: str, *, acting_agent: str | None = None) -> 
     public_raw = private.public_key().public_bytes(
         serialization.Encoding.Raw, serialization.PublicFormat.Raw
     )
-    kid = key_id_for(public_raw)
-    path = private_key_path(agent, kid)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(path.parent, 0o700)
-        os.chmod(path.parent.parent, 0o700)
-        if not create_private(path, b64encode(seed).encode("ascii") + b"\n"):
-            raise FileExistsError(errno.EEXIST, "a key with this id exists", str(path))
-    except OSError as exc:
-        raise VaultmemError(
-            f"cannot write the private key {path}: {exc.strerror}",
-            "check that VAULTMEM_HOME is writable",
-        ) from exc
-    created = clock.stamp()
-    public_b64 = b64encode(public_raw)
-    existing = agent_keys(vault, agent)
-    approval = ""
-    device = ""  # the agent's first key writes the plain chain (ella.1, ella.2, ...)
-    if existing:
-        # rotation: the newest approved key this machine holds vouches for the new one
-        voucher = next(
-            (
-                k
-                for k in reversed(existing)
-                if k.approved and private_key_path(agent, k.key_id).is_file()
-            ),
-            None,
-        )
-        if voucher is not None:
-            # a rotation on this machine: the new key continues the same chain
-            device = voucher.device
-            signer = Signer(agent, voucher.key_id, private_key_path(agent, voucher.key_id))
-            sig = signer.sign_raw(key_statement(agent, kid, public_b64, device))
-            approval = f" approved-by `{voucher.key_id}` sig `{sig}`"
-        else:
-            # another machine: its own chain, so no sequence number is ever handed out twice
-            from vaultmem.core.device import device_id
-
-            device = device_id() or ""
-    kfile = register_public_key(vault, agent, public_b64, created, approval=approval, device=device)
-    from vaultmem.nexus import trust
-
-    if person:
-        trust.pin_reviewer_key(vault, agent, kid, public_b64)
-    elif not existing:
-        trust.pin_first_key(vault, agent, kid)
-    judged = next((k for k in agent_keys(vault, agent) if k.key_id == kid), None)
-    return KeyInfo(
-        agent,
-        kid,
-        public_b64,
-        str(path),
-        vault.rel(kfile),
-        approved=judged.approved if judged else False,
-        approval=judged.approval if judged else "not registered",
-    )
-
-
-def approve_key(
-    vault: Vault, key_id: str, *, reviewer: str | None, acting_agent: str | None = None
-) -> PublicKey:
-    """A person approves a key no earlier key of its agent vouched for (a new machine's key
-    for an agent whose old keys are elsewhere, or a copy of a vault without its private keys)
-    by signing `approval_statement` with their own key, one this machine trusts. The review
-    gate's rules apply: no agent acting, a listed reviewer (exit 8 otherwise); a reviewer with
-    no trusted key here is refused too (exit 8, with the command that makes one)."""
-    from vaultmem.core.errors import NotFoundError, SigningKeyMissingError
-    from vaultmem.core.vault import resolve_reviewer
-
-    who = resolve_reviewer(vault, reviewer, acting_agent=acting_agent)
-    key = public_keys(vault).get(key_id)
-    if key is None:
-        raise NotFoundError(
-            f"no key {key_id!r} in any agents/*/keys.md", "list them: vaultmem keys list"
-        )
-    if key.approved:
-        return key
-    if vault.rel(keys_file(vault, key.agent)).startswith("people/"):
-        raise UsageError(
-            f"{key_id} is a key of the person {key.agent}; people's keys are not approved, "
-            "they are pinned",
-            "check it (vaultmem trust) and accept it: vaultmem trust accept",
-        )
-    mine = [
-        k
-        for k in agent_keys(vault, who)
-        if k.approved and private_key_path(who, k.key_id).is_file()
-    ]
-    if not mine:
-        raise SigningKeyMissingError(
-            f"{who} has no signing key on this machine that it trusts; an approval is {who}'s "
-            "signature",
-            f"make one: vaultmem keys create --reviewer {who} (then run this again)",
-        )
-    signer = Signer(who, mine[-1].key_id, private_key_path(who, mine[-1].key_id))
-    sig = signer.sign_raw(approval_statement(key.agent, key.key_id, key.public, key.device, who))
-    path = keys_file(vault, key.agent)
-    with exclusive(
-        lock_path(vault, f"keys-{key.agent}"), vault.config.log.lock_timeout, what="keys"
-    ):
-        text, _problem = _read_keys_text(path)
-        lines = text.splitlines(keepends=True)
-        for i, line in enumerate(lines):
-            m = _KEY_LINE.fullmatch(line.strip())
-            if m and m["id"] == key_id:
-                body = line.rstrip("\r\n")
-                body = body.split(" approved-by ", 1)[0]  # a broken approval is replaced
-                end = line[len(line.rstrip("\r\n")) :] or "\n"
-                approval = f"approved-by reviewer {who} `{signer.key_id}` sig `{sig}`"
-                lines[i] = f"{body} {approval} {clock.stamp()}{end}"
-                break
-        atomic_write(vault.path(vault.rel(path)), "".join(lines))
-    approved = public_keys(vault)[key_id]
-    return approved
-
-
-def has_usable_key(vault: Vault, agent: str) -> bool:
-    return any(
-        private_key_path(agent, k.key_id).is_file() for k in agent_keys(vault, agent, judge=False)
-    )
-
-
-def ensure_key(vault: Vault, agent: str) -> KeyInfo | None:
-    """For `init`: create a key only when this machine holds no private key for a registered one."""
-    if has_usable_key(vault, agent):
-        return None
-    return create_key(vault, agent)
+    return seed, public_raw
 
 
 class Signer:
@@ -487,7 +271,7 @@ def signer_for(vault: Vault, agent: str) -> Signer | None:
     hit = _SIGNERS.get(cache_key)
     if hit is not None and hit[0] == stamp and _stamp(hit[1].path) == hit[2]:
         return hit[1]
-    for key in reversed(agent_keys(vault, agent, judge=False)):
+    for key in reversed(read_key_lines(keys_path, agent)[0]):
         path = private_key_path(agent, key.key_id)
         if path.is_file():
             _SIGNERS[cache_key] = (stamp, Signer(agent, key.key_id, path, key.device), _stamp(path))

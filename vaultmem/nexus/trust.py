@@ -85,7 +85,7 @@ class TrustReport:
 
 
 def _file_settings(vault: Vault) -> dict[str, Any]:
-    return pinfile.security_of(config.load_config(vault.root / config.CONFIG_NAME, pinned=False))
+    return pinfile.security_of(pinfile.load_config(vault.root / config.CONFIG_NAME, pinned=False))
 
 
 def _key_lines(vault: Vault, top: str, name: str) -> list[PublicKey]:
@@ -331,19 +331,18 @@ def _setting_changes(pinned: dict[str, Any], current: dict[str, Any]) -> list[Ch
 
 
 def _key_changes(vault: Vault, pins: dict[str, Any], current: dict[str, Any]) -> list[Change]:
-    from vaultmem.nexus.signing import public_keys
-
     out: list[Change] = []
     keys = pins["keys"]
     pinned_people: dict[str, dict[str, str]] = keys.get("reviewers") or {}
-    judged = public_keys(vault)
+    judge = Judge(vault)
     names = list(dict.fromkeys([*(current.get("reviewers") or []), *pinned_people]))
     for name in names:
         rel = f"people/{name}/keys.md"
         pinned = pinned_people.get(name, {})
-        for key in _key_lines(vault, "people", name):
-            vouched = judged.get(key.key_id)
-            if pinned.get(key.key_id) == key.public or (vouched and vouched.approved):
+        lines = _key_lines(vault, "people", name)
+        vouched = {k.key_id for k in judge.judge(lines, name, person=True) if k.approved}
+        for key in lines:
+            if pinned.get(key.key_id) == key.public or key.key_id in vouched:
                 continue
             out.append(
                 Change(rel, f"key {key.key_id} of reviewer {name} is not pinned (line {key.line})")

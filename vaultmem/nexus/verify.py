@@ -359,9 +359,9 @@ def verify(vault: Vault, *, full: bool = False) -> VerifyReport:
     Signatures this machine already checked are remembered (`SignatureMemo`), and so is what was
     found in the bytes of a file that did not change (`verify_files.FileMemo`); `full`
     checks everything again."""
-    from vaultmem.nexus import signing
+    from vaultmem.nexus import keyring, signing
 
-    keys, key_files = signing.keys_report(vault)
+    keys, key_files = keyring.keys_report(vault)
     checked: dict[str, int] = {}
     problems: list[LogProblem] = [
         LogProblem(kf.path, "bad-keys-file", f"{kf.path}: {kf.message}; its key lines are read")

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import config
+from vaultmem.core import environment
 from vaultmem.core.errors import UnavailableError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.records import record
@@ -47,7 +47,7 @@ from vaultmem.search.static import (
 
 __all__ = ["Found", "Model", "StaticModel", "load_model", "load_static", "ready", "write_static"]
 
-config.one_blas_thread()  # this module imports numpy (lazily) for everything vaultmem does
+environment.one_blas_thread()  # this module imports numpy (lazily) for everything vaultmem does
 
 RUNTIME = ("numpy", "tokenizers")
 MINILM_NAMES = frozenset(
@@ -110,7 +110,7 @@ def load_model(
     nothing: no model is ever built implicitly."""
     del build
     require()
-    key = (name, str(config.home_dir()))
+    key = (name, str(environment.home_dir()))
     cached = _LOADED.get(key)
     if cached is not None:
         return cached
@@ -175,7 +175,7 @@ def prepare(model: Model) -> str | None:
 
 
 def models_dir() -> Path:
-    return config.home_dir() / "models"
+    return environment.home_dir() / "models"
 
 
 def _slug(name: str) -> str:

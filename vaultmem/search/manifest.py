@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vaultmem.core import seal
+from vaultmem.core import environment, seal
 from vaultmem.core.errors import NotWritableError
 from vaultmem.core.fsio import atomic_write, fs_now_ns, replace_cache
 from vaultmem.core.locking import lock_path
@@ -445,7 +445,7 @@ def _seal_and_write(path: Path, data: dict[str, Any]) -> bytes:
     sealed = seal.dumps(path, data)
     if sealed is None:
         raise NotWritableError(
-            f"cannot seal the index manifest: no secret in {seal.home()}",
+            f"cannot seal the index manifest: no secret in {environment.home()}",
             "check that VAULTMEM_HOME is writable",
         )
     atomic_write(path, sealed)

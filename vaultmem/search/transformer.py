@@ -307,7 +307,7 @@ class NumpyEncoder:
     def encode(self, texts: Sequence[str], progress: ProgressFn | None = None) -> Any:
         import numpy as np
 
-        from vaultmem.search.distil import bert_forward
+        from vaultmem.search.bert import bert_forward
 
         cfg = {"num_attention_heads": self.heads, "num_hidden_layers": self.layers}
         out = np.zeros((len(texts), self.dims), dtype=np.float32)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core import seal
+from vaultmem.core import environment, seal
 from vaultmem.core.errors import NotWritableError
 from vaultmem.core.fsio import atomic_write
 from vaultmem.core.records import field, record
@@ -375,7 +375,7 @@ def _write(
     sealed = seal.dumps(folder / MANIFEST, manifest.dump())
     if sealed is None:
         raise NotWritableError(
-            f"cannot seal the vector store's manifest: no secret in {seal.home()}",
+            f"cannot seal the vector store's manifest: no secret in {environment.home()}",
             "check that VAULTMEM_HOME is writable",
         )
     atomic_write(folder / MANIFEST, sealed)

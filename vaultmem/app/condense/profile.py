@@ -242,14 +242,14 @@ class CheckedProfile:
 
 def checked_profile(vault: Vault, agent: str | None) -> CheckedProfile | None:
     """The scope's profile, checked (hash, signature, key); None when there is none."""
-    from vaultmem.nexus import digests, signing
+    from vaultmem.nexus import digests, keyring
 
     found = read_profile(vault, agent)
     if found is None:
         return None
     path, note = found
     body, raw = digests.split_profile(note.body)
-    keys = signing.public_keys(vault) if raw and raw.get("sig") else {}
+    keys = keyring.public_keys(vault) if raw and raw.get("sig") else {}
     require = vault.config.log.require_signatures
     problem = digests.profile_problem(note.body, vault.rel(path), keys, require=require)
     raw = raw or {}

@@ -4,7 +4,7 @@
   transcript's tail) run after the runtime has its answer. The command line has what setup
   writes (`--vault`, `--agent`); the payload goes to the child through a file under
   `.vaultmem/spool/` that is unlinked as soon as the child has it open, and the child is
-  `python -m vaultmem.app.hooks.background EVENT --vault V --agent A`, which runs the hook
+  `python -m vaultmem.app.hooks.detached EVENT --vault V --agent A`, which runs the hook
   in-line (`app.hooks.run`) with that file as its stdin. Decided with `os` alone, before
   vaultmem loads, so the hook the runtime waits for costs about one Python start-up.
 - `start_sync(vault)`: on a vault in a git repository with a remote, a detached
@@ -116,7 +116,7 @@ def detach(event: str, args: list[str], payload: str) -> bool:
         argv = [
             sys.executable,
             "-m",
-            "vaultmem.app.hooks.background",
+            "vaultmem.app.hooks.detached",
             event,
             "--vault",
             root,
@@ -141,25 +141,6 @@ def _worth_it(payload: str) -> bool:
         return False
     path = data.get("transcript_path") if isinstance(data, dict) else None
     return isinstance(path, str) and os.path.isfile(os.path.expanduser(path))
-
-
-def _run_inline(argv: list[str]) -> int:
-    """The detached child: run the hook in-line on this process's stdin (the spool file)."""
-    from pathlib import Path
-
-    from vaultmem.app.hooks.quick import _options, read_stdin
-    from vaultmem.app.hooks.run import run_hook
-
-    if not argv or argv[0] not in DETACHED:
-        return 2
-    opts = _options(argv[1:])
-    if opts is None:
-        return 2
-    payload = read_stdin(sys.stdin)
-    outcome = run_hook(argv[0], payload, vault_path=Path(opts["vault"]), agent=opts["agent"])
-    if outcome.after is not None:
-        outcome.after()
-    return 0
 
 
 # --- the background sync ----------------------------------------------------------------------
@@ -240,16 +221,9 @@ def start_sync(vault: Vault) -> bool:
     except (OSError, VaultmemError):
         return False
     try:
-        from vaultmem.core.config import python
+        from vaultmem.core.environment import python
 
         argv = [python(), "-m", "vaultmem", "sync", "--vault", str(vault.root)]
         return _popen_detached(argv, stdin=None, stderr=err, cwd=str(vault.root))
     finally:
         os.close(err)
-
-
-if __name__ == "__main__":
-    # below the runtime and the hook it waits for: on a busy machine this work yields the CPU
-    with contextlib.suppress(OSError, AttributeError):
-        os.nice(10)
-    raise SystemExit(_run_inline(sys.argv[1:]))

@@ -215,7 +215,7 @@ def log_path(vault: Vault | None) -> Path:
             return vault.state(LOG_NAME)
         except VaultmemError:
             pass
-    from vaultmem.core.config import home_dir
+    from vaultmem.core.environment import home_dir
 
     return home_dir() / LOG_NAME
 

@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.app.hooks.contract import HookInput, Outcome, transcript_file, write_log
-from vaultmem.app.hooks.events import MAX_FILES, load_session
+from vaultmem.app.hooks.session import MAX_FILES, load_session
 from vaultmem.core import clock
 from vaultmem.core.vault import Vault
 
@@ -87,7 +87,7 @@ def _append_history(vault: Vault, agent: str, record: dict[str, Any]) -> None:
 def _start_retention(vault: Vault, agent: str, payload: HookInput, chars: int) -> None:
     """`vaultmem retain --queued` as a detached process, when a key is set and the session is
     within `[llm] max_transcript_chars`; otherwise it waits for a person to run it."""
-    from vaultmem.core.config import ENV_ANTHROPIC_KEY, env
+    from vaultmem.core.environment import ENV_ANTHROPIC_KEY, env
 
     if not vault.config.hooks.retain or not env(ENV_ANTHROPIC_KEY):
         return
@@ -103,7 +103,7 @@ def _start_retention(vault: Vault, agent: str, payload: HookInput, chars: int) -
     import subprocess
 
     from vaultmem.app.hooks.contract import log_path
-    from vaultmem.core.config import python
+    from vaultmem.core.environment import python
 
     log = log_path(vault)
     try:

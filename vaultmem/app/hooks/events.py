@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.app.hooks.contract import (
@@ -32,11 +31,11 @@ from vaultmem.app.hooks.contract import (
     write_log,
 )
 from vaultmem.app.hooks.quick import names_something
+from vaultmem.app.hooks.session import MAX_FILES, load_session, save_session
 from vaultmem.app.pack import build as pack
 from vaultmem.app.pack import sections, window
 from vaultmem.app.pack.hints import invocation
 from vaultmem.core import clock
-from vaultmem.core.fsio import atomic_write
 from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
@@ -52,36 +51,12 @@ MAX_REQUEST_CHARS = 600
 # Claude Code replaces an additionalContext longer than 10,000 characters with a short preview
 # and a file path (github.com/anthropics/claude-code/issues/94358 and #64626): stay under it
 MAX_CONTEXT_CHARS = 9500
-MAX_FILES = 20
 
 
 def dispatch(event: HookEvent, vault: Vault, agent: str | None, payload: HookInput) -> Outcome:
     """Run `event`'s handler from `HANDLERS` (the one table: an event without one is refused
     before anything runs, see `run_hook`)."""
     return HANDLERS[event](vault, vault.require_agent(agent), payload)
-
-
-# --- per-session state --------------------------------------------------------------------------
-
-
-def _session_path(vault: Vault, agent: str) -> Path:
-    return vault.state("sessions", f"{agent}.json")
-
-
-def load_session(vault: Vault, agent: str) -> dict[str, Any]:
-    from vaultmem.core import seal
-
-    # sealed: session state git wrote (hits marked shown) is no state
-    data = seal.read(_session_path(vault, agent))
-    return data if isinstance(data, dict) else {}
-
-
-def save_session(vault: Vault, agent: str, data: dict[str, Any]) -> None:
-    from vaultmem.core import seal
-
-    sealed = seal.dumps(_session_path(vault, agent), data)
-    if sealed is not None:
-        atomic_write(_session_path(vault, agent), sealed)
 
 
 # --- session-start ------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ from vaultmem.core import clock
 from vaultmem.core.config import (
     CONFIG_NAME,
     SUPPORTED_LANGUAGES,
-    load_config,
     set_toml_key,
     toml_list,
 )
 from vaultmem.core.errors import UsageError, VaultError
 from vaultmem.core.fsio import atomic_write, create_exclusive, read_text
+from vaultmem.core.pins import load_config
 from vaultmem.core.records import record
 from vaultmem.core.templates import template
 from vaultmem.core.vault import STATE_DIR, Vault, validate_name
@@ -155,7 +155,7 @@ def init(
         )
         make(f"agents/{agent}/MEMORY.md", template("agent/MEMORY.md", name=agent))
     (root / STATE_DIR).mkdir(exist_ok=True)
-    from vaultmem.nexus.signing import ensure_key  # lazily: cryptography is only needed here
+    from vaultmem.nexus.keyring import ensure_key
 
     for agent in all_agents:
         # a key pair per agent; existing keys (and their keys.md lines) are never replaced

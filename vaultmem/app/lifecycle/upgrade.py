@@ -146,7 +146,8 @@ def m004_signed_approvals(vault: Vault, dry_run: bool) -> list[str]:
     pins the reviewers' keys and the security settings (nexus/trust.py). Nothing can be signed
     here for a person, so no file changes: each key approved by text only is named with the
     command its reviewer runs."""
-    from vaultmem.nexus.signing import keys_file, public_keys  # layer 3
+    from vaultmem.nexus.keyring import public_keys
+    from vaultmem.nexus.signing import keys_file
 
     out = []
     for key in public_keys(vault).values():

@@ -143,9 +143,9 @@ def digest_section(vault: Vault, before: str | None, now: datetime) -> Section |
             failing.append(f"{vault.rel_unresolved(path)}: symlink-outside")
             continue
         if keys is None:
-            from vaultmem.nexus import signing
+            from vaultmem.nexus import keyring
 
-            keys = signing.public_keys(vault)
+            keys = keyring.public_keys(vault)
         require = vault.config.log.require_signatures
         wrong = digests.digest_problem(note, path.stem, keys, require=require)
         if wrong is not None:

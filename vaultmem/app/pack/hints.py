@@ -17,7 +17,7 @@ import shlex
 from functools import lru_cache
 from pathlib import Path
 
-from vaultmem.core.config import ENV_AGENT, ENV_VAULT, env
+from vaultmem.core.environment import ENV_AGENT, ENV_VAULT, env
 from vaultmem.core.records import record
 
 
@@ -34,7 +34,7 @@ class Invocation:
 def executable() -> list[str]:
     """This install's vaultmem: the console script next to this Python (a venv), or
     `python -m vaultmem` with this Python's absolute path."""
-    from vaultmem.core.config import python
+    from vaultmem.core.environment import python
 
     here = Path(python())
     for name in ("vaultmem", "vaultmem.exe"):

@@ -16,7 +16,7 @@ def ancestors(path: Path) -> list[Path]:
 
 
 def folders_file() -> Path:
-    from vaultmem.core.config import home_dir
+    from vaultmem.core.environment import home_dir
 
     return home_dir() / "setup-folders.json"
 

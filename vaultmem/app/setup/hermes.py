@@ -58,7 +58,7 @@ def where_vaultmem_is() -> dict[str, Any]:
     import sysconfig
 
     import vaultmem
-    from vaultmem.core.config import python
+    from vaultmem.core.environment import python
 
     paths = sysconfig.get_paths()
     sites = list(dict.fromkeys(p for p in (paths["purelib"], paths["platlib"]) if p))
@@ -178,7 +178,7 @@ def find_hermes() -> Path | None:
     """The `hermes` PATH finds, if any."""
     import os
 
-    from vaultmem.core.config import env
+    from vaultmem.core.environment import env
 
     for folder in (env("PATH") or "").split(os.pathsep):
         candidate = Path(folder or ".") / "hermes"

@@ -30,7 +30,7 @@ from typing import Any
 from vaultmem.app.hooks.contract import RUNTIME_EVENTS, TIMEOUT_UNIT, HookEvent
 from vaultmem.app.pack.hints import executable
 from vaultmem.app.setup import files as sf
-from vaultmem.core.config import ENV_AGENT, ENV_VAULT
+from vaultmem.core.environment import ENV_AGENT, ENV_VAULT
 from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 

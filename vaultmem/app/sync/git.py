@@ -267,7 +267,7 @@ def git_tracked(
 
 def stage(name: str) -> None:
     """The crash tests' hook: SIGKILL at a named sync stage (VAULTMEM_CRASH_AT=sync:STAGE)."""
-    from vaultmem.core.config import env_crash_stage
+    from vaultmem.core.environment import env_crash_stage
 
     if env_crash_stage() == name:
         import signal
