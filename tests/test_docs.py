@@ -223,8 +223,12 @@ def test_readme_first_screen_has_the_two_commands() -> None:
 
 
 def test_ci_runs_the_readme_test_command() -> None:
+    """CI installs as the README does and runs its test command twice: the quick loop (plain
+    `pytest`) with the suite's clock a year on, and everything (`--all`)."""
     ci = (REPO / ".ci" / "run").read_text()
-    assert 'pip install --quiet -e ".[dev]"' in ci and "\npython -m pytest -q\n" in ci
+    assert 'pip install --quiet -e ".[dev]"' in ci
+    assert "\npython -m pytest -q -n 2 --clock-shift 400d\n" in ci
+    assert "\npython -m pytest -q --all -n 0\n" in ci
 
 
 def test_shell_blocks_use_placeholders_not_made_up_ids() -> None:

@@ -372,7 +372,7 @@ def test_fast_parser_agrees_with_click(name: str, data: st.DataObject) -> None:
 
 
 def test_a_command_leaves_its_objects_to_the_permanent_generation(tmp_path: Path) -> None:
-    """After a command (cli/main.py `_before_exit`) the interpreter's collection at exit has
+    """After a command (cli/startup.py `before_exit`) the interpreter's collection at exit has
     nothing to walk: what is alive was frozen. A brief per-turn command also ran without the
     cyclic collector; any other one kept it, at a higher threshold."""
     code = (

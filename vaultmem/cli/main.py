@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from vaultmem.cli import startup
+
 
 def _bad_argument(argv: list[str]) -> str | None:
     """An argument that is not valid UTF-8 (Python keeps its bytes as surrogates)."""
@@ -16,69 +18,12 @@ def _bad_argument(argv: list[str]) -> str | None:
     return None
 
 
-# The cyclic collector during a command. Start-up allocates objects that live until exit
-# (modules, functions, classes: ~140,000 allocations on a `read`), and each young collection
-# walks those allocated since the last: with Python's threshold (700) ~30 collections, ~3 ms of
-# a `read` or an `append` (~0.25x F), finding next to nothing to free. The per-turn commands that end in milliseconds (BRIEF)
-# run without it: what they leave in cycles is freed at exit. Every other command collects
-# every 20,000 allocations (7 collections on a read), so a long one's garbage stays bounded.
-GC_THRESHOLD = 20_000
-BRIEF = (("read",), ("append",), ("inbox",), ("wm",), ("hook", "prompt"), ("hook", "session-start"))
-
-
-def _collector(argv: list[str]) -> None:
-    import gc
-
-    if any(tuple(argv[: len(words)]) == words for words in BRIEF):
-        gc.disable()
-    else:
-        gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
-
-
-def _before_exit() -> None:
-    """The command is done: every object still alive is handed to the permanent generation, so
-    the interpreter's collections at exit do not walk them again (~15,000 tracked objects
-    after a `read`; a read or an append ends ~4 ms sooner, a third of `python -c pass`). Module teardown, atexit handlers and the
-    flushing of open files still run; only garbage left in reference cycles is not collected
-    (the operating system frees it): vaultmem closes what it writes (`with`, `core/fsio.py`)
-    and makes it durable before a command returns."""
-    import gc
-
-    gc.freeze()
-
-
-def _lean_pathlib() -> None:
-    """Import pathlib without urllib.parse. pathlib takes one function from it, the quoting
-    of `Path.as_uri` (which vaultmem never calls), and urllib.parse imports ipaddress: ~2 ms of
-    every command, a sixth of `python -c pass`. While pathlib imports, a stand-in module holds
-    that function, which imports the real one when first called; then the stand-in is taken
-    out of `sys.modules`, so a later `import urllib.parse` gets the real module (as
-    `search/whoosh_import.py` does for whoosh's imports)."""
-    if "pathlib" in sys.modules or "urllib.parse" in sys.modules:
-        return
-    import types
-
-    def quote_from_bytes(*args: object, **kwargs: object) -> str:
-        from urllib.parse import quote_from_bytes as real
-
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    stand_in = types.ModuleType("urllib.parse", "vaultmem: stand-in while pathlib imports")
-    stand_in.quote_from_bytes = quote_from_bytes  # type: ignore[attr-defined]
-    sys.modules["urllib.parse"] = stand_in
-    try:
-        import pathlib  # noqa: F401
-    finally:
-        if sys.modules.get("urllib.parse") is stand_in:
-            del sys.modules["urllib.parse"]
-
-
 def main() -> None:
-    _collector(sys.argv[1:])
+    startup.collector(sys.argv[1:])
     try:
         _main()
         sys.stdout.flush()  # inside the guard: a reader that left early is a normal end
-        _before_exit()
+        startup.before_exit()
     except BrokenPipeError:
         from vaultmem.cli.boundary import reader_gone
 
@@ -101,7 +46,7 @@ def _main() -> None:
         return
     if argv[:2] in (["hook", "stop"], ["hook", "pre-compact"]) and _detached(argv[1]):
         return
-    _lean_pathlib()  # after the hooks' quick paths, which need no pathlib at all
+    startup.lean_pathlib()  # after the hooks' quick paths, which need no pathlib at all
     if argv[:1] == ["mcp"] and _serve_mcp(argv[1:]):
         return
     if argv[:1] == ["sync"] and _quiet_sync(argv[1:]):

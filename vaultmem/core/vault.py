@@ -412,10 +412,7 @@ class Vault:
 
     def live_archives(self) -> list[Path]:
         """Rotated months of the live log, oldest first."""
-        folder = self.archive
-        if not folder.is_dir():
-            return []
-        return sorted(folder.glob("live-context-*.md"))
+        return sorted(self.archive.glob("live-context-*.md")) if self.archive.is_dir() else []
 
     def chain_files(self, log: str) -> list[Path]:
         """All files one signed log's chains run through, in order: the live log's archives,
