@@ -135,6 +135,8 @@ def test_each_turn_joins_the_session_queue_file_redacted(v: Vault) -> None:
     assert turns[1].text == "terminal: make test → ok"
     assert key not in json.dumps([t.text for t in turns])  # redacted as every transcript
     assert [t.line for t in turns] == [2, 3, 5, 6, 7]  # the messages' places in the session
+    cp = (v.root / "agents/lyra/checkpoint.md").read_text()  # as the Stop hook's, each turn
+    assert "Last request: Use key" in cp and "at its stop" in cp and key not in cp
     p.sync_turn("Use key", "No.", session_id="s1", messages=two)  # the same turn again
     assert len(queued(v, "lyra")[0].transcript.turns) == 7  # a new turn by time, never lost
 

@@ -84,6 +84,7 @@ def test_the_first_request_has_the_pack_and_the_handoff_and_the_turn_is_queued(
     first = request_text(calls[0].body)
     assert packs_in(first) == 1 and PACK + "lyra" in first
     assert "Refund endpoint ready for the web" in first and str(handoff["id"]) in first
+    assert "Prices are stored as integer euro cents" in first  # the vault's decision
     names = json.dumps(calls[0].body.get("tools"))
     assert "vaultmem_append" in names and "vaultmem_ack" in names
     # the scripted model called the provider's tool: the entry is on the shared log as lyra's
@@ -124,3 +125,6 @@ def test_the_next_session_gets_a_new_entry_once_and_not_the_handoff_it_acked(
     first = request_text(morning[0].body)
     assert packs_in(first) == 1 and first.count("Webhook retries fixed at 2 a.m.") == 1
     assert "Refund endpoint ready for the web" not in first  # acked last night
+    # where last night's session stopped: its checkpoint, in the morning's pack
+    checkpoint = first[first.index("Your checkpoint") :]
+    assert "Last request: Handle the handoff." in checkpoint

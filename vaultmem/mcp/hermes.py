@@ -20,7 +20,8 @@ calls the `MemoryProvider` interface (agent/memory_provider.py) at these points:
   gateway does every turn, but built before setup) gets the pack here instead.
 - `sync_turn(user, assistant, messages=...)`: on Hermes's background worker
   (agent/memory_manager.py `sync_all`): the turn's messages join the session's retention queue
-  file (`bank.retention.enqueue(grow=True)`), redacted as every transcript is.
+  file (`bank.retention.enqueue(grow=True)`), redacted as every transcript is; then, as Claude
+  Code's Stop hook, the automatic checkpoint and the background sync.
 - `on_pre_compress(messages)`: the automatic checkpoint from the messages
   (`events.checkpoint_from`); returns the open inbox (handoffs and questions awaiting this
   agent's ack), which Hermes hands to its compression summary so it survives.
@@ -249,6 +250,8 @@ class Provider:
     def _sync(
         self, user: str, assistant: str, session_id: str, messages: list[dict[str, Any]] | None
     ) -> None:
+        from vaultmem.app.hooks.background import start_sync
+        from vaultmem.app.hooks.events import checkpoint_from
         from vaultmem.bank.retention import enqueue
         from vaultmem.bank.transcripts import from_messages
         from vaultmem.core import clock
@@ -261,6 +264,11 @@ class Provider:
         sid = session_id or self.session_id or None
         t = from_messages(turn, first_line=first, time=clock.stamp_ms(), session_id=sid)
         enqueue(v, self.agent, t, f"hermes-{sid or 'session'}", sid, grow=True)
+        # as Claude Code's Stop hook: the checkpoint after every turn (a session killed
+        # mid-task resumes from it), then the turn's writes start for the other machines
+        whole = from_messages(messages, session_id=sid) if messages else t
+        checkpoint_from(v, self.agent, whole, sid, None, HookEvent.STOP)
+        start_sync(v)
 
     def _pre_compress(self, messages: list[dict[str, Any]]) -> str:
         from vaultmem.app.hooks.events import checkpoint_from
