@@ -226,3 +226,26 @@ def test_the_installed_hermes_passes_the_check(home: Path) -> None:
     code, out, err = setup(home, "--hermes", str(BIN["hermes"]))
     assert code == 0, err
     assert "no `hermes` found to check" not in out
+
+
+def test_a_shim_whose_vaultmem_moved_says_so(home: Path) -> None:
+    assert setup(home)[0] == 0
+    shim = home / "plugins" / "vaultmem" / "__init__.py"
+    text = shim.read_text()
+    start = text.index("PACKAGE = ") + len("PACKAGE = ")
+    end = text.index("  #", start)
+    shim.write_text(text[:start] + '"/nowhere/vaultmem"' + text[end:])
+    script = f"""
+import importlib.util, logging
+logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+spec = importlib.util.spec_from_file_location("_hermes_user_memory.vaultmem", {str(shim)!r})
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+mod.register(object())
+"""
+    res = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "WARNING vaultmem: vaultmem memory provider not loaded: vaultmem is no longer " in (
+        res.stderr
+    )
+    assert "run `vaultmem setup hermes` again" in res.stderr

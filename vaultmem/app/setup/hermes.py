@@ -129,9 +129,14 @@ def _vaultmem():
 
 
 def register(ctx):
-    _vaultmem()
-    from vaultmem.mcp.hermes import register as register_provider
+    try:
+        _vaultmem()
+        from vaultmem.mcp.hermes import register as register_provider
+    except Exception as exc:  # Hermes logs a failed register() at debug level only: say it
+        import logging
 
+        logging.getLogger("vaultmem").warning("vaultmem memory provider not loaded: %s", exc)
+        raise
     register_provider(ctx, vault=VAULT, agent=AGENT, python=PYTHON)
 '''
 
