@@ -49,7 +49,10 @@ class Hermes:
         }
 
     def run(self, prompt: str, *args: str, timeout: float = 240) -> Run:
-        argv = [str(self.bin), "-z", prompt, *args]
+        return self.run_args("-z", prompt, *args, timeout=timeout)
+
+    def run_args(self, *args: str, timeout: float = 240) -> Run:
+        argv = [str(self.bin), *args]
         t = time.monotonic()
         res = subprocess.run(
             argv, cwd=self.project, env=self.env(), capture_output=True, text=True,
@@ -77,6 +80,8 @@ def test_the_first_request_has_the_pack_and_the_handoff_and_the_turn_is_queued(
     handoff = vaultmem_append(vault, "ella", "Refund endpoint ready for the web", "handoff")
     hermes = Hermes(api, Path.home(), tmp_path / "web")
     hermes.setup(vault, "lyra")
+    status = hermes.run_args("memory", "status").stdout  # Hermes's own view of its provider
+    assert "Provider:  vaultmem" in status and "available ✓" in status, status
     prompt = 'What should I work on today? Log it. [[tool: append {"summary": "Lyra starts the refund button", "channel": "web"}]]'
     hermes.run(prompt)
     calls = api.main_calls()
