@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 STRANGER = "tests/integration/test_sync_stranger.py"
 INCOMING = "tests/integration/test_sync_checks.py"
+STRANGER_CODE = "tests/integration/test_sync_stranger_code.py"
+SPAWN = "tests/test_spawn.py"
 WORKTREE = "tests/integration/test_sync_checks.py"
 
 
@@ -345,6 +347,128 @@ MUTANTS: list[Mutant] = [
         "if False:",
         "a remote cannot change how vaultmem's files merge (.gitattributes)",
         (STRANGER + "::test_a_remote_cannot_change_how_the_logs_merge", INCOMING),
+    ),
+    Mutant(
+        "incoming-subfolder-rules",
+        "vaultmem/app/sync/incoming.py",
+        'if ".gitattributes" in lower and path != ".gitattributes":',
+        "if False:",
+        "no .gitattributes below the root says how a file merges (nexus/.gitattributes with "
+        "live-context.md merge=binary dropped a signed handoff)",
+        (
+            STRANGER_CODE
+            + "::test_a_merge_rule_in_a_subfolder_is_refused_and_the_handoff_survives",
+            INCOMING + "::test_a_merge_rule_below_the_root_is_refused",
+        ),
+    ),
+    Mutant(
+        "incoming-git-config",
+        "vaultmem/app/sync/incoming.py",
+        "if found is not None:",
+        "if False:",
+        "a remote's tree carries no .gitmodules or .lfsconfig",
+        (INCOMING + "::test_git_configuration_a_vault_never_carries_is_refused",),
+    ),
+    Mutant(
+        "incoming-own-gitignore",
+        "vaultmem/app/sync/incoming.py",
+        'if lower[-1] == ".gitignore" and len(lower) > 1 and lower[0] in OWN_DIRS:',
+        "if False:",
+        "no .gitignore from a remote keeps new files in vaultmem's folders from syncing",
+        (INCOMING + "::test_git_configuration_a_vault_never_carries_is_refused",),
+    ),
+    Mutant(
+        "incoming-root-attribute-lines",
+        "vaultmem/app/sync/incoming.py",
+        "if risky and _may_match_md(words[0]):",
+        "if False:",
+        "a new root .gitattributes line cannot change how a .md file merges or is written "
+        "(binary, -text, eol, working-tree-encoding)",
+        (INCOMING + "::test_a_root_attribute_line_that_can_touch_vaultmem_s_files_is_refused",),
+    ),
+    Mutant(
+        "incoming-attribute-macro",
+        "vaultmem/app/sync/incoming.py",
+        'if words[0].startswith("[attr]"):',
+        "if False:",
+        "a remote defines no attribute macro",
+        (INCOMING + "::test_a_root_attribute_line_that_can_touch_vaultmem_s_files_is_refused",),
+    ),
+    Mutant(
+        "incoming-vaultmem-package",
+        "vaultmem/app/sync/incoming.py",
+        'if lower[0] == "vaultmem" and len(parts) > 1:',
+        "if False:",
+        "a remote writes no vaultmem/ folder at the vault's top level",
+        (
+            STRANGER_CODE + "::test_a_vaultmem_package_from_the_remote_is_refused_and_never_runs",
+            INCOMING + "::test_code_a_python_started_in_the_vault_could_import_is_refused",
+        ),
+    ),
+    Mutant(
+        "incoming-top-level-module",
+        "vaultmem/app/sync/incoming.py",
+        "if len(parts) == 1 and lower[0].endswith(CODE_SUFFIXES):",
+        "if False:",
+        "a remote writes no module, .pth or extension at the vault's top level",
+        (INCOMING + "::test_code_a_python_started_in_the_vault_could_import_is_refused",),
+    ),
+    Mutant(
+        "incoming-top-level-package",
+        "vaultmem/app/sync/incoming.py",
+        'if lower[0] == "__pycache__" or (len(parts) > 1 and lower[1].startswith("__init__.")):',
+        "if False:",
+        "a remote writes no package at the vault's top level",
+        (INCOMING + "::test_code_a_python_started_in_the_vault_could_import_is_refused",),
+    ),
+    Mutant(
+        "incoming-top-level-executable",
+        "vaultmem/app/sync/incoming.py",
+        "if len(parts) == 1 and change.mode == EXECUTABLE:",
+        "if False:",
+        "a remote puts no executable at the vault's top level",
+        (INCOMING + "::test_code_a_python_started_in_the_vault_could_import_is_refused",),
+    ),
+    Mutant(
+        "incoming-code-dirs",
+        "vaultmem/app/sync/incoming.py",
+        'if path.lower().startswith(folder.lower() + "/"):',
+        "if False:",
+        "a remote writes nothing under a folder this Python imports from inside the vault",
+        (INCOMING + "::test_a_folder_this_python_imports_from_inside_the_vault_is_refused",),
+    ),
+    # --- nothing vaultmem starts resolves code from the vault (core/spawn) ---------------------
+    Mutant(
+        "spawn-isolated",
+        "vaultmem/core/spawn.py",
+        'return [os.path.abspath(python), "-I", "-c", boot, module, *args]',
+        'return [os.path.abspath(python), "-c", boot, module, *args]',
+        "the merge drivers git starts in the vault's root never import the vault's vaultmem/",
+        (STRANGER_CODE + "::test_nothing_vaultmem_starts_imports_a_package_in_the_vault", SPAWN),
+    ),
+    Mutant(
+        "spawn-workdir",
+        "vaultmem/core/spawn.py",
+        "                os.chdir(WORKDIR)",
+        "                pass",
+        "a detached child starts outside the vault, not in the hook's folder",
+        (SPAWN + "::test_a_detached_child_starts_outside_the_vault",),
+    ),
+    Mutant(
+        "spawn-clean-path",
+        "vaultmem/core/spawn.py",
+        "if p and os.path.isabs(p))",
+        "if p)",
+        "git and an editor are never found through a relative PATH entry (the vault's own git)",
+        (SPAWN + "::test_clean_path_keeps_absolute_entries_only",),
+    ),
+    Mutant(
+        "spawn-extra-outside-vault",
+        "vaultmem/core/spawn.py",
+        "if norm in wanted and norm not in out and not (vault and _inside(norm, vault)):",
+        "if norm in wanted and norm not in out:",
+        "a folder isolation drops comes back only when it is outside the vault",
+        (SPAWN + "::test_paths_isolation_drops_come_back_absolute_and_never_from_the_vault",),
     ),
     # --- sync: the working tree ---------------------------------------------------------------
     Mutant(

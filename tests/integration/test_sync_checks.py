@@ -9,6 +9,7 @@ fast ones that name the check that failed."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 from collections import defaultdict
@@ -161,6 +162,208 @@ def test_a_tree_with_plain_changes_and_a_person_s_own_attributes_is_let_through(
     paths = {c.path for c in check_tree(repo, tip, base, template("gitattributes"))}
     assert paths == {".gitattributes", "memory/a.md", "memory/b.md", "scripts/run.sh"}
     assert check_tree(repo, tip, None, template("gitattributes"))
+
+
+# --- issue 35: no merge rule below the root, no code where a Python could import it ----------
+
+ATTRS = {".gitattributes": ("100644", template("gitattributes")), "memory/a.md": NOTE}
+SUBFOLDER_RULE = ("100644", "live-context.md merge=binary\n")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "nexus/.gitattributes",  # the attack: live-context.md merge=binary drops a handoff
+        "agents/ella/.gitattributes",
+        "wiki/deep/down/.gitattributes",
+        "NEXUS/.GitAttributes",  # the same file on a case-insensitive disk
+        ".GITATTRIBUTES",
+    ],
+)
+def test_a_merge_rule_below_the_root_is_refused(repo: Path, base: str, path: str) -> None:
+    tip = commit(repo, {**ATTRS, path: SUBFOLDER_RULE}, base)
+    for message in (refused(repo, tip, base), refused(repo, tip, None)):
+        assert path in message and "merge rule below the vault's root" in message
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        (".gitmodules", "git configuration (.gitmodules)"),
+        ("wiki/.gitmodules", "git configuration (.gitmodules)"),
+        (".lfsconfig", "git configuration (.lfsconfig)"),
+        ("nexus/.gitignore", "from ever syncing"),  # new log archives would never leave
+        ("memory/people/.gitignore", "from ever syncing"),
+        ("Agents/ella/.gitignore", "from ever syncing"),
+    ],
+)
+def test_git_configuration_a_vault_never_carries_is_refused(
+    repo: Path, base: str, path: str, says: str
+) -> None:
+    tip = commit(repo, {**ATTRS, path: ("100644", "*\n")}, base)
+    message = refused(repo, tip, base)
+    assert path in message and says in message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "nexus/live-context.md binary",  # the binary macro is -merge: no word starting "merge="
+        "nexus/live-context.md -text",
+        "**/live-context.md merge=ours",
+        "nexus/*.md eol=crlf",
+        "*.md working-tree-encoding=UTF-16",  # rewrites every signed file's bytes on checkout
+        "*.MD filter=lfs",
+        "* -merge",
+        "nexus/live-context.m? merge=binary",
+        '"nexus/live-context.md" merge=binary',  # git reads quoted patterns
+        "nexus/live-context.md\tmerge=binary",
+        "[attr]fast merge=binary",
+    ],
+)
+def test_a_root_attribute_line_that_can_touch_vaultmem_s_files_is_refused(
+    repo: Path, base: str, line: str
+) -> None:
+    text = template("gitattributes") + line + "\n"
+    tip = commit(repo, {".gitattributes": ("100644", text), "memory/a.md": NOTE}, base)
+    for message in (refused(repo, tip, base), refused(repo, tip, None)):
+        assert ".gitattributes" in message
+        assert any(w in message for w in ("macro", "could change", "merges in")), message
+
+
+def test_harmless_root_attribute_lines_and_a_removed_subfolder_rule_go_through(
+    repo: Path, base: str
+) -> None:
+    lines = "*.png binary\nnotes/*.txt merge=union\n*.md diff=markdown linguist-documentation\n"
+    with_rule = commit(repo, {**ATTRS, "wiki/.gitignore": ("100644", "*.tmp\n")}, base)
+    assert check_tree(repo, with_rule, base, template("gitattributes"))  # wiki/ is a person's
+    text = template("gitattributes") + lines
+    tip = commit(repo, {".gitattributes": ("100644", text), "memory/a.md": NOTE}, base)
+    assert check_tree(repo, tip, base, template("gitattributes"))
+    # a subfolder rule this machine already had (an older vault) may be taken away
+    old = commit(repo, {**ATTRS, "nexus/.gitattributes": SUBFOLDER_RULE}, None)
+    assert check_tree(repo, commit(repo, ATTRS, old), old, template("gitattributes"))
+
+
+@pytest.mark.parametrize(
+    ("path", "mode"),
+    [
+        ("vaultmem/__init__.py", "100644"),  # python -m vaultmem in the vault runs it
+        ("vaultmem/notes.md", "100644"),
+        ("VaultMem/__main__.py", "100644"),
+        ("vaultmem.py", "100644"),
+        ("sitecustomize.py", "100644"),
+        ("typer/__init__.py", "100644"),  # any package: the vault's root comes first
+        ("json/__init__.pyc", "100644"),
+        ("__pycache__/x.cpython-311.pyc", "100644"),
+        ("evil.pth", "100644"),
+        ("_speedups.cpython-311-x86_64-linux-gnu.so", "100644"),
+        ("git", "100755"),  # a PATH with "." finds it first
+    ],
+)
+def test_code_a_python_started_in_the_vault_could_import_is_refused(
+    repo: Path, base: str, path: str, mode: str
+) -> None:
+    tip = commit(repo, {**ATTRS, path: (mode, "open('/tmp/PWNED', 'w')\n")}, base)
+    for message in (refused(repo, tip, base), refused(repo, tip, None)):
+        assert path in message
+        assert any(w in message for w in ("import", "executable", "run as vaultmem")), message
+
+
+def test_code_deeper_in_the_vault_goes_through(repo: Path, base: str) -> None:
+    files = {
+        **ATTRS,
+        "scripts/tool.py": NOTE,
+        "wiki/code/example.py": NOTE,
+        "scripts/run.sh": ("100755", "#!/bin/sh\n"),
+        "wiki/vaultmem.md": NOTE,
+        "vaultmem.toml": ("100644", "[vault]\n"),  # vaultmem's own settings, not a module
+        "vaultmem": ("100644", "a plain file\n"),
+    }
+    assert check_tree(repo, commit(repo, files, base), base, template("gitattributes"))
+
+
+def test_a_folder_this_python_imports_from_inside_the_vault_is_refused(
+    repo: Path, base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project that is the vault, with its venv inside: the remote cannot write there."""
+    site = repo / ".venv/lib/python3.11/site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(site))
+    rel = ".venv/lib/python3.11/site-packages/zz.pth"
+    tip = commit(repo, {**ATTRS, rel: ("100644", "import os\n")}, base)
+    message = refused(repo, tip, base)
+    assert rel in message and "imports from" in message
+    upper = ".VENV/lib/python3.11/site-packages/zz.pth"  # the same folder on macOS
+    assert upper in refused(repo, commit(repo, {**ATTRS, upper: ("100644", "x\n")}, base), base)
+    assert IncomingRefusedError("x").exit_code == 8
+
+
+# every name the door must judge, and where: git configuration, code, vaultmem's own files
+_FUZZ_DIRS = ["", "", "nexus/", "agents/ella/", "memory/", "wiki/", "wiki/deep/", "vaultmem/",
+              "typer/", "NEXUS/", "scripts/"]  # fmt: skip
+_FUZZ_NAMES = [".gitattributes", ".GitAttributes", ".gitmodules", ".lfsconfig", ".gitignore",
+               "__init__.py", "__init__.pyc", "sitecustomize.py", "evil.pth", "x.so", "note.md",
+               "live-context.md", "run.sh", "tool.py", "git", "README"]  # fmt: skip
+_FUZZ_ATTRS = ["merge=binary", "binary", "-text", "eol=crlf", "diff", "linguist-generated",
+               "merge=union", "export-ignore", "filter=x"]  # fmt: skip
+_FUZZ_PATTERNS = ["live-context.md", "*.md", "*", "*.png", "notes/*.txt", "**/x.md", "*.MD"]
+
+
+def _dangerous(path: str, mode: str, content: str) -> bool:
+    """What must never pass, said independently of the door's code."""
+    parts = path.split("/")
+    low = [p.lower() for p in parts]
+    if ".gitattributes" in low and path != ".gitattributes":
+        return True
+    if any(p in (".gitmodules", ".lfsconfig") for p in low):
+        return True
+    if low[-1] == ".gitignore" and len(parts) > 1 and low[0] in ("nexus", "agents", "memory"):
+        return True
+    top_code = len(parts) == 1 and low[0].rsplit(".", 1)[-1] in ("py", "pyc", "pth", "so")
+    package = len(parts) > 1 and low[1].startswith("__init__.")
+    if top_code or package or low[0] == "vaultmem" or (len(parts) == 1 and mode == "100755"):
+        return True
+    if path == ".gitattributes":
+        for line in content.splitlines()[len(template("gitattributes").splitlines()) :]:
+            pattern, *attrs = line.split()
+            risky = [a for a in attrs if a.split("=")[0].lstrip("-") not in
+                     ("diff", "linguist-generated", "export-ignore")]  # fmt: skip
+            if risky and pattern.lower() in ("live-context.md", "*.md", "*", "**/x.md", "*.md"):
+                return True
+    return False
+
+
+def test_random_hostile_trees_never_get_past_the_door(repo: Path, base: str) -> None:
+    """Random trees made of git configuration, code and vaultmem's files at every depth: the
+    door refuses exactly the trees that hold something it must (exit 8 names that path), and
+    lets every other one through."""
+    rng = random.Random(35)
+    outcomes = {"refused": 0, "through": 0}
+    for case in range(120):
+        files = dict(ATTRS)
+        made = []
+        for _ in range(rng.randint(1, 3)):
+            path = rng.choice(_FUZZ_DIRS) + rng.choice(_FUZZ_NAMES)
+            mode = rng.choice(["100644", "100644", "100755"])
+            content = "# a line\n"
+            if path == ".gitattributes":
+                extra = f"{rng.choice(_FUZZ_PATTERNS)} {rng.choice(_FUZZ_ATTRS)}"
+                content = template("gitattributes") + extra + "\n"
+            if any(p.startswith(path + "/") or path.startswith(p + "/") for p in files):
+                continue  # a name cannot be a file and a folder at once
+            files[path] = (mode, content)
+            made.append((path, mode, content))
+        tip = commit(repo, files, base)
+        bad = [p for p, m, c in made if _dangerous(p, m, c)]
+        if bad:
+            message = refused(repo, tip, base)
+            assert any(p in message for p in bad), (case, made, message)
+            outcomes["refused"] += 1
+        else:
+            assert check_tree(repo, tip, base, template("gitattributes")), (case, made)
+            outcomes["through"] += 1
+    assert min(outcomes.values()) >= 20, outcomes  # both sides of the door were tried
 
 
 # --- the working tree: committed whole but local state, moved only over committed bytes ---------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from vaultmem.cli.output import err, out
+from vaultmem.core.spawn import run_program
 
 if TYPE_CHECKING:
     from vaultmem.bank.review import Decision, QueueItem
@@ -130,9 +130,11 @@ def edit_in_editor(text: str, editor: str | None) -> str | None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text.rstrip("\n") + "\n")
-        done = subprocess.run([*command, str(path)], check=False)
-        if done.returncode != 0:
-            err.print(f"[red]The editor exited with {done.returncode}; nothing was changed.[/]")
+        # in the temporary file's folder, never the vault (an editor reads `.exrc` and the like
+        # from where it starts), found on PATH by absolute path (core/spawn)
+        code = run_program([*command, str(path)], cwd=str(path.parent))
+        if code != 0:
+            err.print(f"[red]The editor exited with {code}; nothing was changed.[/]")
             return None
         return path.read_text(encoding="utf-8")
     except OSError as exc:

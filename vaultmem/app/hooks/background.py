@@ -4,11 +4,12 @@
   transcript's tail) run after the runtime has its answer. The command line has what setup
   writes (`--vault`, `--agent`); the payload goes to the child through a file under
   `.vaultmem/spool/` that is unlinked as soon as the child has it open, and the child is
-  `python -m vaultmem.app.hooks.detached EVENT --vault V --agent A`, which runs the hook
+  `python -m vaultmem.app.hooks.detached EVENT --vault V --agent A` (started as `core/spawn`
+  starts every vaultmem process: isolated, outside the vault), which runs the hook
   in-line (`app.hooks.run`) with that file as its stdin. Decided with `os` alone, before
   vaultmem loads, so the hook the runtime waits for costs about one Python start-up.
 - `start_sync(vault)`: on a vault in a git repository with a remote, a detached
-  `python -m vaultmem sync --vault ROOT` (stdin and stdout to /dev/null, stderr appended to
+  `python -m vaultmem sync --vault ROOT` (by `core/spawn`, like the hook's child; stdin and stdout to /dev/null, stderr appended to
   `.vaultmem/sync/background.log`, a new session, never waited for), at most once per
   `[sync] interval` (the stamp `.vaultmem/sync/started`, its mtime on the wall clock) and
   never while a sync holds `.vaultmem/locks/sync.lock`. The session-start and stop hooks call
@@ -16,13 +17,12 @@
 """
 
 # os.path, not pathlib, in the part that runs before vaultmem loads (see app/hooks/quick.py)
-# ruff: noqa: PTH100, PTH103, PTH108, PTH110, PTH111, PTH112, PTH113, PTH114, PTH116, PTH118, PTH120
+# ruff: noqa: PTH100, PTH103, PTH108, PTH110, PTH111, PTH112, PTH113, PTH114, PTH116, PTH117, PTH118, PTH120
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -34,44 +34,6 @@ SYNC_DIR = "sync"
 SYNC_STAMP = "started"
 SYNC_LOG = "background.log"
 LOG_MAX_BYTES = 1 << 20
-
-
-def _popen_detached(argv: list[str], *, stdin: int | None, stderr: int | None, cwd: str) -> bool:
-    """Start `argv` in a new session with `stdin` / `stderr` (fds; None: /dev/null), stdout
-    to /dev/null, and never wait for it. `os.posix_spawn` where there is one: importing
-    `subprocess` alone costs about half a Python start-up, on a hook the turn waits for."""
-    if hasattr(os, "posix_spawn"):
-        null = os.open(os.devnull, os.O_RDWR)
-        try:
-            actions = [
-                (os.POSIX_SPAWN_DUP2, null if stdin is None else stdin, 0),
-                (os.POSIX_SPAWN_DUP2, null, 1),
-                (os.POSIX_SPAWN_DUP2, null if stderr is None else stderr, 2),
-            ]
-            # the child inherits this environment whole, as subprocess would (env=None):
-            # nothing is read from it here. It takes the vault by absolute path, so the
-            # folder it starts in does not matter (`cwd` is for the fallback)
-            os.posix_spawn(argv[0], argv, os.environ, file_actions=actions, setsid=True)
-        except OSError:
-            return False
-        finally:
-            os.close(null)
-        return True
-    import subprocess
-
-    try:
-        subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL if stdin is None else stdin,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL if stderr is None else stderr,
-            cwd=cwd,
-            start_new_session=True,  # outlives the hook and the runtime's timeout, no signals
-            close_fds=True,
-        )
-    except OSError:
-        return False
-    return True
 
 
 # --- the detached hook ------------------------------------------------------------------------
@@ -112,18 +74,13 @@ def detach(event: str, args: list[str], payload: str) -> bool:
         stdin = os.open(path, os.O_RDONLY)
     except OSError:
         return False
+    from vaultmem.core.spawn import detached, python_argv
+
     try:
-        argv = [
-            sys.executable,
-            "-m",
-            "vaultmem.app.hooks.detached",
-            event,
-            "--vault",
-            root,
-            "--agent",
-            opts["agent"],
-        ]
-        return _popen_detached(argv, stdin=stdin, stderr=None, cwd=root)
+        argv = python_argv(
+            "vaultmem.app.hooks.detached", event, "--vault", root, "--agent", agent, vault=root
+        )
+        return detached(argv, stdin=stdin)
     finally:
         os.close(stdin)
         with contextlib.suppress(OSError):
@@ -140,7 +97,11 @@ def _worth_it(payload: str) -> bool:
     except (ValueError, RecursionError):  # RecursionError: '[' * 5000
         return False
     path = data.get("transcript_path") if isinstance(data, dict) else None
-    return isinstance(path, str) and os.path.isfile(os.path.expanduser(path))
+    if not isinstance(path, str):
+        return False
+    path = os.path.expanduser(path)
+    # absolute only: the child starts outside the vault (core/spawn.WORKDIR), not in this folder
+    return os.path.isabs(path) and os.path.isfile(path)
 
 
 # --- the background sync ----------------------------------------------------------------------
@@ -220,10 +181,10 @@ def start_sync(vault: Vault) -> bool:
         err = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except (OSError, VaultmemError):
         return False
-    try:
-        from vaultmem.core.environment import python
+    from vaultmem.core.spawn import detached, python_argv
 
-        argv = [python(), "-m", "vaultmem", "sync", "--vault", str(vault.root)]
-        return _popen_detached(argv, stdin=None, stderr=err, cwd=str(vault.root))
+    try:
+        root = str(vault.root)
+        return detached(python_argv("vaultmem", "sync", "--vault", root, vault=root), stderr=err)
     finally:
         os.close(err)

@@ -100,21 +100,19 @@ def _start_retention(vault: Vault, agent: str, payload: HookInput, chars: int) -
             f"note: {chars:,} characters exceed [llm] max_transcript_chars; left in the queue",
         )
         return
-    import subprocess
-
     from vaultmem.app.hooks.contract import log_path
-    from vaultmem.core.environment import python
+    from vaultmem.core.spawn import detached, python_argv
 
-    log = log_path(vault)
+    root = str(vault.root)
+    argv = python_argv("vaultmem", "retain", "--queued", "--agent", agent, "--vault", root,
+                       vault=root)  # fmt: skip
     try:
-        with open(log, "a", encoding="utf-8") as out:
-            subprocess.Popen(
-                [python(), "-m", "vaultmem", "retain", "--queued", "--agent", agent,
-                 "--vault", str(vault.root)],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,  # outlives the session and Claude Code's hook timeout
-            )  # fmt: skip
+        with open(log_path(vault), "a", encoding="utf-8") as out:
+            # a new session: outlives the session and Claude Code's hook timeout
+            started = detached(argv, stdout=out.fileno(), stderr=out.fileno())
     except OSError as exc:
-        write_log(vault, "session-end", payload, agent, f"could not start retain --queued: {exc}")
+        started, why = False, str(exc)
+    else:
+        why = "the process did not start"
+    if not started:
+        write_log(vault, "session-end", payload, agent, f"could not start retain --queued: {why}")

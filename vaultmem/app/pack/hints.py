@@ -33,7 +33,9 @@ class Invocation:
 
 def executable() -> list[str]:
     """This install's vaultmem: the console script next to this Python (a venv), or
-    `python -m vaultmem` with this Python's absolute path."""
+    `python -P -m vaultmem` with this Python's absolute path: a model, a hook or a person runs
+    it in the project, which may be the vault, and `-P` keeps that folder off `sys.path` (a
+    `vaultmem/` package there would run instead; issue 35, `core/spawn`)."""
     from vaultmem.core.environment import python
 
     here = Path(python())
@@ -41,7 +43,7 @@ def executable() -> list[str]:
         script = here.parent / name
         if script.is_file():
             return [str(script)]
-    return [str(here), "-m", "vaultmem"]
+    return [str(here), "-P", "-m", "vaultmem"]
 
 
 @lru_cache(maxsize=1)

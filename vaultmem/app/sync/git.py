@@ -1,6 +1,8 @@
 """The system `git`, run the way sync needs it: no prompts, English messages, typed failures.
 
-vaultmem uses the system `git` (the engine people already trust for replicated text; a Python
+Every git runs in the vault's root (it must), by absolute path and with a PATH of absolute
+entries only (`core.spawn.child_env`); the processes git starts there for vaultmem (the merge
+drivers) are isolated Pythons (`core/spawn`). vaultmem uses the system `git` (the engine people already trust for replicated text; a Python
 git library would add a dependency and still shell out for merges and credentials). Every
 expected git outcome has an exit code of its own: unreachable remote or a busy repository is 6
 (retry), a repository that is missing is 7; only what nobody expected is 1.
@@ -18,6 +20,7 @@ from pathlib import Path
 from vaultmem.core.errors import LockTimeoutError, UnavailableError, VaultmemError
 from vaultmem.core.fsio import fs_now_ns
 from vaultmem.core.records import record
+from vaultmem.core.spawn import child_env
 
 OFFLINE = re.compile(
     r"Could not resolve host|unable to access|Connection refused|Could not read from remote"
@@ -38,9 +41,13 @@ class OfflineError(VaultmemError):
 
 
 def git_bin() -> str:
+    """git by absolute path, on PATH's absolute entries only: a `.` in PATH would find a `git`
+    a remote committed to the vault, where sync runs (issue 35; `core/spawn`)."""
     import shutil  # bz2 and lzma at import: only here
 
-    found = shutil.which("git")
+    from vaultmem.core.spawn import clean_path
+
+    found = shutil.which("git", path=clean_path(os.environ.get("PATH")))
     if found is None:
         raise UnavailableError("git is not installed", "install git to sync a vault")
     return found
@@ -55,13 +62,8 @@ def git(
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run git in `root` with no prompts and messages in English (they are parsed)."""
-    full = {
-        **os.environ,
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-        "GIT_MERGE_AUTOEDIT": "no",
-        **(env or {}),
-    }
+    full = child_env({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_MERGE_AUTOEDIT": "no"})
+    full.update(env or {})
     try:
         proc = subprocess.run(
             [git_bin(), *args],
@@ -105,7 +107,7 @@ def git_bytes(root: Path, *args: str, stdin: bytes | None = None, timeout: float
     proc = subprocess.run(
         [git_bin(), *args],
         cwd=root,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+        env=child_env({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}),
         capture_output=True,
         input=stdin,
         timeout=timeout,
@@ -241,7 +243,7 @@ def git_tracked(
 ) -> subprocess.CompletedProcess[str]:
     """Run a git that writes the index, its pid recorded in `children` while it runs, so a
     sync killed meanwhile leaves a lock the next sync can prove stale."""
-    full = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
+    full = child_env({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})})
     proc = subprocess.Popen(
         [git_bin(), *args],
         cwd=root,

@@ -60,11 +60,13 @@ def stamp_last(vault: Vault, outcome: str) -> None:
                  json.dumps({"time": clock.stamp(), "outcome": outcome}))  # fmt: skip
 
 
-def _runner() -> str:
-    import shlex
-    import sys
+def _runner(root: Path) -> str:
+    """`python -m vaultmem` as git runs it for a merge: in the vault's root (the file names
+    git gives the driver are relative to it), so isolated (`core/spawn`): never the vault's
+    own `vaultmem/` package or `sitecustomize.py` (issue 35)."""
+    from vaultmem.core.spawn import shell_command
 
-    return f"{shlex.quote(sys.executable)} -m vaultmem"
+    return shell_command("vaultmem", vault=str(root))
 
 
 def _config_files(root: Path) -> dict[str, list[int]] | None:
@@ -90,7 +92,7 @@ def config_current(vault: Vault, root: Path) -> bool:
         known = json.loads(state(vault, "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return bool(known == {"runner": _runner(), "files": files})
+    return bool(known == {"runner": _runner(root), "files": files})
 
 
 def ensure_local_config(root: Path, vault: Vault | None = None) -> None:
@@ -101,7 +103,7 @@ def ensure_local_config(root: Path, vault: Vault | None = None) -> None:
     if vault is not None and config_current(vault, root):
         return
     config = git(root, "config", "--local", "--list").stdout
-    runner = _runner()
+    runner = _runner(root)
     for name, kind in DRIVERS.items():
         driver = f"{runner} merge-file {kind} %O %A %B %P"
         if f"merge.{name}.driver={driver}" not in config:
