@@ -260,14 +260,22 @@ def test_codex_merge_twice_then_remove(
     home.mkdir()
     (home / "config.toml").write_text(USER_CODEX)
     monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-not-for-config")
     before = snapshot(home), snapshot(project)
     code, _out, err = codex(vault, project)
     assert code == 0, err
     config = (home / "config.toml").read_text()
+    assert "sk-not-for-config" not in config
     assert config.startswith(USER_CODEX + "\n# vaultmem:start")
     data = tomllib.loads(config)
     assert data["mcp_servers"]["docs"]["command"] == "npx"
     assert data["mcp_servers"]["vaultmem"]["args"][-2:] == ["--agent", "lyra"]
+    # Codex starts the server with a filtered environment: the table carries what it needs
+    assert data["mcp_servers"]["vaultmem"]["env"] == {
+        "VAULTMEM_HOME": str((isolated_env / "vaultmem-home").resolve()),
+        "VAULTMEM_VAULT": str(vault.resolve()),
+        "VAULTMEM_AGENT": "lyra",
+    }
     assert data["profiles"]["fast"]["model"] == "gpt-5.1-codex-mini"
     agents = (project / "AGENTS.md").read_text()
     assert agents.startswith(USER_AGENTS_MD + "\n<!-- vaultmem:start") and "agent `lyra`" in agents

@@ -286,3 +286,43 @@ def test_a_long_lived_server_recalls_what_changed_between_its_calls(vault: Path)
     assert payload(again)["index"]["checked_by"] == "watcher"  # no walk: the server's own watch
     assert payload(gone)["hits"] == []
     assert not list((vault / ".vaultmem" / "locks").glob("warm-*"))  # closed with the session
+
+
+def test_codex_starts_the_server_setup_wrote(
+    vault: Path, tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server of `setup codex`'s [mcp_servers.vaultmem] table, started as Codex starts
+    it: its command and args, the table's `env` over Codex's default whitelist alone (HOME,
+    PATH, ...: openai/codex rmcp-client/src/utils.rs DEFAULT_ENV_VARS), so no VAULTMEM_HOME
+    of the shell that ran setup. An `append` is signed with this machine's key (issue 37)."""
+    import tomllib
+
+    from tests._cli import run_cli
+
+    make_keys(vault, "lyra")
+    home, project = tmp_path / "codex-home", tmp_path / "web"
+    home.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    res = run_cli(
+        "setup", "codex", "--agent", "lyra", "--vault", str(vault), "--project", str(project)
+    )
+    assert res.exit_code == 0, res.stderr
+    table = tomllib.loads((home / "config.toml").read_text())["mcp_servers"]["vaultmem"]
+    whitelist = {k: os.environ[k] for k in ("HOME", "PATH", "USER", "LANG") if k in os.environ}
+
+    async def go() -> Any:
+        params = StdioServerParameters(
+            command=table["command"], args=table["args"], env={**whitelist, **table["env"]}
+        )
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+            await session.initialize()
+            return await session.call_tool(
+                "append",
+                {"summary": "Checkout sends Idempotency-Key", "type": "fix", "channel": "api"},
+            )
+
+    result = anyio.run(go)
+    assert not result.is_error, result.content
+    log = json.loads(run_cli("log", "--json", "--vault", str(vault)).stdout)["entries"]
+    assert log[-1]["agent"] == "lyra" and log[-1]["summary"] == "Checkout sends Idempotency-Key"

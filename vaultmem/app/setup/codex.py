@@ -10,6 +10,7 @@ marked block of `config.toml`, the MCP server, the environment of every shell to
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from vaultmem.app.setup.plan import (
     tool_env,
     vaultmem_argv,
 )
+from vaultmem.core.config import ENV_HOME, home_dir
 from vaultmem.core.errors import IntegrityError, RefusedError
 from vaultmem.core.vault import Vault
 
@@ -35,15 +37,35 @@ def _q(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
 
 
+def server_env(vault: Vault, agent: str) -> dict[str, str]:
+    """The `env` of the MCP server's table. Codex starts an MCP server with a filtered
+    environment (a default whitelist: HOME, PATH, USER, LANG, ...; more only through the
+    table's `env`, openai/codex docs/config.md "mcp_servers", rmcp-client/src/utils.rs), so
+    a VAULTMEM_HOME set where setup runs (where this machine's keys live) never reached the
+    server: `append` failed unsigned (exit 8) and the index was rebuilt on every start (issue
+    37). So: VAULTMEM_HOME when this environment chooses it (VAULTMEM_HOME, or
+    XDG_CONFIG_HOME under which the default lies), and the vault and the agent. Nothing
+    else: never a secret such as ANTHROPIC_API_KEY (config.toml is not a secret store)."""
+    out: dict[str, str] = {}
+    if os.environ.get(ENV_HOME) or os.environ.get("XDG_CONFIG_HOME"):
+        out[ENV_HOME] = str(home_dir().resolve())
+    return {**out, **tool_env(vault, agent)}
+
+
 def codex_block(
     argv: list[str], vault: Vault, agent: str, *, env: bool = True, features: bool = True
 ) -> str:
-    """The config.toml block: the MCP server; with `env`, the variables Codex sets for every
+    """The config.toml block: the MCP server and what it needs of the environment
+    (`server_env`); with `env`, the variables Codex sets for every
     shell tool call (`[shell_environment_policy] set`); with `features`, the hooks feature
     (`[features] hooks = true`; older Codex releases call it `codex_hooks`)."""
     server = mcp_server(argv, vault, agent)
     args = ", ".join(_q(a) for a in server["args"])
-    out = f"[mcp_servers.{SERVER_NAME}]\ncommand = {_q(server['command'])}\nargs = [{args}]\n"
+    env_table = ", ".join(f"{k} = {_q(v)}" for k, v in server_env(vault, agent).items())
+    out = (
+        f"[mcp_servers.{SERVER_NAME}]\ncommand = {_q(server['command'])}\nargs = [{args}]\n"
+        f"env = {{ {env_table} }}\n"
+    )
     if env:
         out += "\n[shell_environment_policy.set]\n" + "".join(
             f"{k} = {_q(v)}\n" for k, v in tool_env(vault, agent).items()
