@@ -28,7 +28,7 @@ from vaultmem.app.setup.plan import (
     tool_env,
     vaultmem_argv,
 )
-from vaultmem.core.config import ENV_HOME, home_dir
+from vaultmem.core.environment import ENV_HOME, home_dir
 from vaultmem.core.errors import IntegrityError, RefusedError
 from vaultmem.core.vault import Vault
 
