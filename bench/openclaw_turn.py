@@ -39,7 +39,7 @@ from _common import load_note, precompile, scratch_vault  # noqa: E402
 
 from tests._cli import run_cli  # noqa: E402
 from tests._fake_model_api import FakeModelAPI  # noqa: E402
-from tests.e2e._runtimes import BIN, NODE_BIN  # noqa: E402
+from tests.e2e._runtimes import BIN, NODE_BIN, PACKAGES  # noqa: E402
 
 
 def config_text(url: str) -> str:
@@ -118,7 +118,8 @@ def main() -> None:
                         item = json.loads(line)
                         handlers[f"{item['hook']} ({phase} turn)"].append(item["ms"])
     f = python_pass()
-    print(f"OpenClaw {BIN['openclaw'].resolve().parent.parent.name}, {args.turns} turns; ")
+    version = next((p for p in PACKAGES if p.startswith("openclaw@")), "openclaw")
+    print(f"{version}, {args.turns} turns")
     print(f"F = python -c pass = {f * 1000:.1f} ms; {load_note()}")
     print()
     print("| the plugin's handler | median ms | × F | runs |")

@@ -259,8 +259,11 @@ const plugin = {
         log.warn?.(`vaultmem: could not write the transcript: ${err}`);
         return;
       }
-      await hook("stop", { hook_event_name: "Stop", transcript_path: transcript, stop_hook_active: false }, ctx);
-      await hook("session-end", { hook_event_name: "SessionEnd", transcript_path: transcript, reason: "agent_end" }, ctx);
+      // side by side: the checkpoint and the queue are separate state, and the turn waits once
+      await Promise.all([
+        hook("stop", { hook_event_name: "Stop", transcript_path: transcript, stop_hook_active: false }, ctx),
+        hook("session-end", { hook_event_name: "SessionEnd", transcript_path: transcript, reason: "agent_end" }, ctx),
+      ]);
     }));
 
     api.on("before_compaction", timed("before_compaction", async (event, ctx) => {
