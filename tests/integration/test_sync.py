@@ -229,6 +229,43 @@ def test_the_same_state_section_on_two_machines_is_a_conflict_for_a_person(
     assert "green" in text and "red" in text
     # a second sync does not pretend: the merge is unfinished
     assert vm("sync", "--vault", str(m["b"]), home=m["home-b"]).returncode == 5
+    # only the section in conflict waits: agents go on writing every other one, and the
+    # kept versions stay byte for byte where they are
+    kept = text[text.index("<<<<<<<") : text.index(">>>>>>>")]
+    other = vm("state", "set", "Goal", "ship on Friday", "--agent", "lyra",
+               "--vault", str(m["b"]), home=m["home-b"])  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    same = vm("state", "set", "Status", "amber", "--agent", "lyra",
+              "--vault", str(m["b"]), home=m["home-b"])  # fmt: skip
+    assert same.returncode == 5 and "section 'Status'" in same.stderr, same.stderr
+    after = (m["b"] / "nexus/project-state.md").read_text()
+    assert kept in after and "ship on Friday" in after and "amber" not in after
+
+
+def test_review_md_never_conflicts_it_is_made_again_after_the_merge(
+    machines: dict[str, Path],
+) -> None:
+    """Review.md's list is derived from the bank: two machines that each proposed a fact both
+    sync with exit 0, and each page lists both facts, with the person's own text kept."""
+    m = machines
+    _approve_b_keys(m)
+    page_a = m["a"] / "Review.md"
+    page_a.write_text(page_a.read_text() + "\nChiara's note: review on Mondays.\n")
+    for machine, agent, fact in (("a", "ella", "The staging database is Postgres 16"),
+                                 ("b", "lyra", "Deploys freeze on Fridays after noon")):  # fmt: skip
+        res = vm("retain", fact, "--type", "project", "--agent", agent,
+                 "--vault", str(m[machine]), home=m[f"home-{machine}"])  # fmt: skip
+        assert res.returncode == 0, res.stderr
+    assert vm("sync", "--vault", str(m["a"]), home=m["home-a"]).returncode == 0
+    res = vm("sync", "--vault", str(m["b"]), home=m["home-b"])
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    res = vm("sync", "--vault", str(m["a"]), home=m["home-a"])
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    for machine in ("a", "b"):
+        page = (m[machine] / "Review.md").read_text()
+        assert "<<<<<<<" not in page
+        assert "Postgres 16" in page and "Fridays after noon" in page, (machine, page)
+    assert "Chiara's note: review on Mondays." in (m["b"] / "Review.md").read_text()
 
 
 def test_sync_status(machines: dict[str, Path]) -> None:

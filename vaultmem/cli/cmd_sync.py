@@ -201,7 +201,7 @@ def clone(
     epilog=example("vaultmem merge-file index %O %A %B %P  (git calls it; see .gitattributes)"),
 )
 def merge_file(
-    kind: Annotated[str, typer.Argument(help="index, state, checkpoint or snapshot.")],
+    kind: Annotated[str, typer.Argument(help="index, state, checkpoint, snapshot or generated.")],
     base: Annotated[Path, typer.Argument(help="The common ancestor (git's %O).")],
     ours: Annotated[Path, typer.Argument(help="This side, overwritten with the result (%A).")],
     theirs: Annotated[Path, typer.Argument(help="The other side (%B).")],

@@ -217,6 +217,25 @@ def _may_hold_markers(data: bytes) -> bool:
     return any(data.startswith(m) or b"\n" + m in data for m in (b"<" * 7, b">" * 7))
 
 
+def conflict_blocks(lines: list[str]) -> list[tuple[int, int]]:
+    """The 0-based (first, last) line of each block a merge left (`<<<<<<<` to `>>>>>>>`,
+    outside code fences); a block that never closes runs to the end."""
+    fenced = _fenced(lines)
+    blocks: list[tuple[int, int]] = []
+    opened: int | None = None
+    for i, line in enumerate(lines):
+        if i in fenced:
+            continue
+        if _MARK_OPEN.fullmatch(line) and opened is None:
+            opened = i
+        elif _MARK_CLOSE.fullmatch(line) and opened is not None:
+            blocks.append((opened, i))
+            opened = None
+    if opened is not None:
+        blocks.append((opened, len(lines) - 1))
+    return blocks
+
+
 def _refuse_markers(text: str, what: str, hint: str) -> None:
     marks = conflict_markers(text)
     if marks:
@@ -298,17 +317,26 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
 
             create_exclusive(path, template("nexus/project-state.md"))
         old = read_text(path, what="project state")
-        _refuse_markers(
-            old,
-            vault.rel(path),
-            "a git merge left both versions of a section there: edit the file to keep the right "
-            "text, delete the <<<<<<< ======= >>>>>>> lines, then run vaultmem state set again",
-        )
         newline = "\r\n" if "\r\n" in old else "\n"
         lines = old.replace("\r\n", "\n").split("\n")
         spans = section_spans(lines)
         same = [(t, s, e) for t, s, e in spans if t.strip().lower() == section.lower()]
+        blocks = conflict_blocks(lines)
+        # a merge that kept both versions of a section waits for a person: that section is
+        # refused, every other one is written (the block stays as it is, byte for byte)
+        if any(a <= s <= b for _t, s, _e in same for a, b in blocks):
+            _refuse_markers(
+                old,
+                vault.rel(path),
+                f"a git merge left both versions of section '{section}' there: edit the file to "
+                "keep the right text, delete the <<<<<<< ======= >>>>>>> lines, then run "
+                "vaultmem state set again",
+            )
         match = same[0] if same else None
+        if match is not None:
+            inside = [a for a, _b in blocks if match[1] < a < match[2]]
+            if inside:  # a kept conflict right after this section: it ends before the block
+                match = (match[0], match[1], min(inside))
         if len(same) > 1:
             warnings.append(
                 f"section '{section}' appears {len(same)} times (a kept conflict?); updated the "

@@ -243,9 +243,40 @@ def merge_snapshot(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     return _newer(ours, theirs, _STAMP), False
 
 
+# --- Review.md (generated) -------------------------------------------------------------------
+
+
+def _generated_parts(text: str) -> tuple[list[str], str] | None:
+    """(the page with vaultmem's list cut out, the list); None without both markers."""
+    from vaultmem.bank.review_page import REVIEW_END, REVIEW_START
+
+    start, end = text.find(REVIEW_START), text.find(REVIEW_END)
+    if start == -1 or end < start:
+        return None
+    cut = text[:start] + REVIEW_START + "\n" + REVIEW_END + text[end + len(REVIEW_END) :]
+    return _lines(cut), text[start : end + len(REVIEW_END)]
+
+
+def merge_generated(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """`Review.md`: the list between vaultmem's markers is derived from the bank, so it never
+    conflicts: this side's is kept, and the sync makes it again from the merged bank
+    (`pipeline._after_pull`). The person's text around it merges as a whole: one side's edit
+    lands; both sides' different edits are kept between markers, the one case a person sees."""
+    from vaultmem.bank.review_page import REVIEW_END, REVIEW_START
+
+    b, o, t = (_generated_parts(text) for text in (base, ours, theirs))
+    if o is None or t is None:  # a person took the markers out: a text like any other
+        merged, conflict = _pick(_lines(base), _lines(ours), _lines(theirs), "Review.md")
+        return _join(merged), conflict
+    rest, conflict = _pick(b[0] if b is not None else o[0], o[0], t[0], "Review.md")
+    joined, marks = _join(rest), REVIEW_START + "\n" + REVIEW_END
+    return (joined.replace(marks, o[1], 1) if marks in joined else joined), conflict
+
+
 MERGERS = {
     "index": merge_index,
     "state": merge_state,
     "checkpoint": merge_checkpoint,
     "snapshot": merge_snapshot,
+    "generated": merge_generated,
 }

@@ -23,6 +23,7 @@ markers (nothing dropped), and every sync exits 5 naming the file until a person
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -433,9 +434,14 @@ def _after_pull(
 ) -> tuple[dict[str, Any], bool, tuple[str, ...]]:
     """What the files changed, the machine's derived state follows: the index (here, not in
     the next agent's recall) and the integrity check."""
+    from vaultmem.bank.review_page import refresh_review_page
+    from vaultmem.bank.store import bank_lock
     from vaultmem.nexus.verify import verify
     from vaultmem.search.refresh import refresh
 
+    # generated pages follow the merged files: Review.md's list, made again from the bank
+    with contextlib.suppress(VaultmemError, OSError), bank_lock(vault):
+        refresh_review_page(vault)
     fresh = refresh(vault, wait=None, progress=progress)
     result = verify(vault)
     problems = tuple(f"{p.kind}: {p.message}" for p in result.problems[:20])

@@ -37,6 +37,7 @@ DRIVERS = {
     "vaultmem-state": "state",
     "vaultmem-checkpoint": "checkpoint",
     "vaultmem-snapshot": "snapshot",
+    "vaultmem-generated": "generated",
 }
 INFO_EXCLUDE = ("/.vaultmem/", f"{TEMP_PREFIX}*", ".merge_file_*")
 
