@@ -31,20 +31,27 @@ def test_conflict_markers_are_found_by_line_outside_code_fences() -> None:
     assert state.conflict_markers("a\r\n>>>>>>> theirs\r\n") == [2]
 
 
-def test_state_set_refuses_a_file_with_conflict_markers(vault: Path) -> None:
+def test_state_set_refuses_the_section_a_merge_left_in_conflict_and_writes_the_others(
+    vault: Path,
+) -> None:
     v = make_keys(vault)
     path = vault / "nexus/project-state.md"
     path.write_text(CONFLICTED)
     with pytest.raises(IntegrityError) as err:
-        state.set_state(v, "ella", "Goal", "ship in May")
+        state.set_state(v, "ella", "Status", "amber")
     assert "conflict markers (lines 7, 11, 15)" in err.value.message
+    assert "section 'Status'" in err.value.hint
     assert path.read_text() == CONFLICTED  # untouched, `=======` included
     assert not [e for e in log.read_journal(v, "live") if e.type == "state"]
-    res = run_cli("state", "set", "--vault", str(vault), "--agent", "ella", "Goal", "x")
+    res = run_cli("state", "set", "--vault", str(vault), "--agent", "ella", "Status", "x")
     assert res.exit_code == 5 and "conflict markers" in res.stderr
-    # once a person settles it, state set works again
-    path.write_text(CONFLICTED.replace("=======\n## Status\n\nred\n", "").splitlines()[0] + "\n")
+    # every other section is written, and the kept versions stay byte for byte
     state.set_state(v, "ella", "Goal", "ship in May")
+    text = path.read_text()
+    assert "ship in May" in text and CONFLICTED[CONFLICTED.index("<<<<<<<") :] in text
+    assert [e.extra["section"] for e in log.read_journal(v, "live") if e.type == "state"] == [
+        "Goal"
+    ]
 
 
 def test_state_set_refuses_text_that_holds_markers(vault: Path) -> None:

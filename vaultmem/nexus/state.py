@@ -14,6 +14,7 @@ from vaultmem.core.errors import EntryNotFoundError, IntegrityError, UsageError,
 from vaultmem.core.fsio import append_durable, atomic_write, create_exclusive, read_text
 from vaultmem.core.jsonl import jsonl_line, read_jsonl
 from vaultmem.core.locking import exclusive, lock_path
+from vaultmem.core.names import AGENT_NAME_RE
 from vaultmem.core.patterns import later
 from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
@@ -27,6 +28,31 @@ _HEADING = later(r"(#{1,2})[ \t]+(.*?)[ \t]*#*[ \t]*")
 _MARK_OPEN = later(r"<{7}(?:[ \t].*)?")
 _MARK_CLOSE = later(r">{7}(?:[ \t].*)?")
 _MARK_MID = later(r"(?:={7}|\|{7}(?:[ \t].*)?)[ \t]*")
+# the last line of a section an agent set: who set it and when (Obsidian hides the comment), so
+# that two machines that set one section at once merge by a rule both compute the same way
+_STAMP = later(
+    rf"<!-- vaultmem: set by (?P<agent>{AGENT_NAME_RE.pattern}) at "
+    r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z) -->"
+)
+
+
+def stamp_line(agent: str, time: str) -> str:
+    return f"<!-- vaultmem: set by {agent} at {time} -->"
+
+
+def section_stamp(lines: list[str]) -> tuple[str, str] | None:
+    """(time, agent) of the stamp that ends a section's lines (blank lines aside), or None
+    when a person wrote the section (or took the stamp out)."""
+    for line in reversed(lines):
+        if line.strip():
+            m = _STAMP.fullmatch(line.strip())
+            return (m["time"], m["agent"]) if m else None
+    return None
+
+
+def without_stamps(text: str) -> str:
+    """`text` with the stamp lines taken out: what people and models are shown."""
+    return "\n".join(ln for ln in text.split("\n") if not _STAMP.fullmatch(ln.strip()))
 
 
 @record
@@ -40,9 +66,10 @@ class StateChange:
 
 
 def read_state(vault: Vault) -> str:
+    """The file as people read it: the merge stamps taken out."""
     path = vault.project_state
     try:
-        return vault.read_text(path, what="project state")
+        return without_stamps(vault.read_text(path, what="project state"))
     except FileNotFoundError:
         raise EntryNotFoundError(
             f"{vault.rel(path)} does not exist", "create it with: vaultmem state set Goal TEXT"
@@ -54,7 +81,7 @@ def state_sections(text: str) -> list[tuple[str, str]]:
     lines = text.splitlines()
     out: list[tuple[str, str]] = []
     for title, start, end in section_spans(lines):
-        out.append((title, "\n".join(lines[start + 1 : end]).strip()))
+        out.append((title, without_stamps("\n".join(lines[start + 1 : end])).strip()))
     return out
 
 
@@ -342,7 +369,8 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
                 f"section '{section}' appears {len(same)} times (a kept conflict?); updated the "
                 "first, the others are as they were: merge them by hand"
             )
-        new_part = ["", *(body.split("\n") if body else []), ""]
+        now = clock.stamp()
+        new_part = ["", *(body.split("\n") if body else []), stamp_line(agent, now), ""]
         if match is None:
             while lines and lines[-1] == "":
                 lines.pop()
@@ -356,7 +384,7 @@ def set_state(vault: Vault, agent: str, section: str, text: str) -> StateChange:
         new_text = "\n".join(lines)
         if not new_text.endswith("\n"):
             new_text += "\n"
-        record = {"time": clock.stamp(), "agent": agent, "section": section, "raw": old}
+        record = {"time": now, "agent": agent, "section": section, "raw": old}
         append_durable(_journal(vault), jsonl_line(record))
         verb = "added" if created else "updated"
         step = {"agent": agent, "section": section, "verb": verb, "body": body}

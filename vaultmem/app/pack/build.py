@@ -298,11 +298,12 @@ def project_state_section(vault: Vault) -> Section | None:
     path = vault.project_state
     if not path.exists():
         return None
+    from vaultmem.nexus.state import state_sections, without_stamps
+
     note = notes.parse(vault.read_text(path, what="project state"))
-    body = note.body.strip()
+    body = without_stamps(note.body).strip()
     if not body:
         return None
-    from vaultmem.nexus.state import state_sections
 
     return Section(
         "project_state",

@@ -180,12 +180,40 @@ def merge_state(base: str, ours: str, theirs: str) -> tuple[str, bool]:
             else:
                 continue  # deleted on one side and unchanged on the other: deleted
         else:
-            part, c = _pick(b_lines or [], o_lines, t_lines, what)
+            part, c = _pick_state(b_lines or [], o_lines, t_lines, what)
             conflict |= c
         if out and out[-1].strip():
             out.append("")
         out += part
     return _join(out), conflict
+
+
+def _pick_state(
+    base: list[str], ours: list[str], theirs: list[str], what: str
+) -> tuple[list[str], bool]:
+    """One section both sides changed. Two agents' `state set` (each side's stamp is new) keep
+    one current value by a rule every machine computes alike: the later stamp (then the agent,
+    then the text) wins, and a line under it says whose value it superseded (that text is in
+    the signed log's `state` entry and in git history). A person's edit on either side (the
+    text changed, the stamp did not) is the one case both versions are kept, between markers."""
+    from vaultmem.nexus.state import section_stamp
+
+    if ours in (theirs, base) or theirs == base:
+        return _pick(base, ours, theirs, what)
+    was, mine, other = section_stamp(base), section_stamp(ours), section_stamp(theirs)
+    if mine is None or other is None or was in (mine, other):
+        return _markers(ours, theirs, what), True
+    win = ours if (mine, ours) > (other, theirs) else theirs
+    time, agent = other if win is ours else mine
+    note = (
+        f"_Superseded at a merge: {agent} set this section at {time} on another machine; that "
+        "text is in the log (`vaultmem log --channel state`)._"
+    )
+    at = max(i for i, line in enumerate(win) if line.strip())  # the stamp line
+    body = win[:at]
+    while body and not body[-1].strip():
+        body.pop()
+    return [*body, "", note, *win[at:]], False
 
 
 def _pick(base: list[str], ours: list[str], theirs: list[str], what: str) -> tuple[list[str], bool]:
