@@ -35,7 +35,11 @@ def make_model(folder: Path, seed: int = 1) -> Path:
     return folder
 
 
-def use_model(vault: Path, model: Path, mode: str = "auto") -> None:
+def use_model(vault: Path, model: Path, mode: str = "auto", floor: float = 0.0) -> None:
+    """The vault's `[recall]` table: this mode and model, and the dense floor off by default:
+    a toy model's cosines are not the default model's, for which `min_similarity` is
+    calibrated (the floor itself is tested with the real model: tests/test_recall_floor.py)."""
     cfg = vault / "vaultmem.toml"
     text = cfg.read_text(encoding="utf-8").split("\n[recall]\n")[0]
-    cfg.write_text(text + f'\n[recall]\nmode = "{mode}"\nmodel = "{model}"\n', encoding="utf-8")
+    table = f'\n[recall]\nmode = "{mode}"\nmodel = "{model}"\nmin_similarity = {floor}\n'
+    cfg.write_text(text + table, encoding="utf-8")

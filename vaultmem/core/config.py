@@ -54,6 +54,9 @@ class RecallSettings(Section):
     model: str = setting(default=DEFAULT_MODEL, nonempty=True)
     # the full-text engine; switching rebuilds the index once (the manifest records it)
     engine: str = setting(default="whoosh", choices=RECALL_ENGINES)
+    # the cosine a hit that keyword search does not find must reach to be shown (hybrid,
+    # semantic); calibrated for the default model (docs/benchmarks.md); 0: every one is shown
+    min_similarity: float = setting(default=0.34, lo=0.0, hi=1.0)
 
 
 class LLMSettings(Section):

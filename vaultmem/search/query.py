@@ -80,6 +80,11 @@ DENSE_CANDIDATES = 100
 # places, and at 50 a note ranked 8-10 by plain BM25 was missing (LoCoMo R@10 0.959 -> 0.964
 # on conversations 0-4 with 200)
 KEYWORD_CANDIDATES = 200
+# A document that keyword search does not find (no word of the question in it) is shown by the
+# hybrid and semantic modes only when its cosine with the question reaches `[recall]
+# min_similarity`: below it a nearest neighbour is as near as any note is to nonsense ("zephyrquill"
+# found 7 notes at 0.19-0.20). Keyword hits are never held to it. The floor is on the score that
+# ranks, the cosine times the machine-note weight (search/scoring.py).
 
 
 @record
@@ -99,6 +104,8 @@ class Hit:
     explain: tuple[tuple[str, float], ...] = ()
     # with --explain: this hit's rank in keyword search and in semantic search (None: absent)
     ranks: tuple[int | None, int | None] = (None, None)
+    # with --explain: the cosine with the question (None: not among the dense candidates)
+    similarity: float | None = None
     priority: int = 0  # what orders before the score: see Ranked
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
@@ -120,6 +127,7 @@ class Hit:
         if explain:
             out["explain"] = [{"term": t, "score": s} for t, s in self.explain]
             out["ranks"] = {"keyword": self.ranks[0], "semantic": self.ranks[1]}
+            out["similarity"] = self.similarity
         return out
 
 
@@ -207,7 +215,15 @@ def recall(
 
     def run() -> list[Hit]:
         searcher = backends.engine_for(vault).searcher_for(vault)
-        return _search(searcher, parsed, limit=limit, explain=explain, model=model, mode=used)
+        return _search(
+            searcher,
+            parsed,
+            limit=limit,
+            explain=explain,
+            model=model,
+            mode=used,
+            floor=vault.config.recall.min_similarity,
+        )
 
     try:
         try:
@@ -250,7 +266,8 @@ def _with_warnings(fresh: refresh.Freshness, extra: tuple[str, ...]) -> refresh.
 # `priority` in --json says so). It is the query's soft phrases the note holds (x PHRASE_FIRST),
 # plus for a short lookup the query terms it holds.
 Ranked = list[tuple[float, RawHit, int]]
-Fused = list[tuple[float, RawHit, int | None, int | None, int]]  # + keyword, dense ranks
+# + keyword and dense ranks, and the dense score (the cosine, weighted; None: no dense rank)
+Fused = list[tuple[float, RawHit, int | None, int | None, int, float | None]]
 PHRASE_FIRST = 1000
 
 
@@ -298,11 +315,12 @@ def _dense(searcher: backends.Searcher, parsed: Query, model: Model) -> Ranked:
     return _group(raw, support=False)
 
 
-def _fuse(keyword: Ranked, dense: Ranked) -> Fused:
+def _fuse(keyword: Ranked, dense: Ranked, floor: float = 0.0) -> Fused:
     """The calibrated mix of both rankings (see SEMANTIC_WEIGHT), with each side's rank.
 
     Keyword scores are divided by the best one, cosines rescaled between the best and the
-    last dense candidate; the terms a note holds (short queries) still order first.
+    last dense candidate; the terms a note holds (short queries) still order first. A note
+    only the dense side found is left out below `floor` (see `[recall] min_similarity`).
     """
     kw = {_group_key(h): (i, s, h, held) for i, (s, h, held) in enumerate(keyword, start=1)}
     dn = {_group_key(h): (i, s, h, held) for i, (s, h, held) in enumerate(dense, start=1)}
@@ -314,16 +332,19 @@ def _fuse(keyword: Ranked, dense: Ranked) -> Fused:
     for key in kw.keys() | dn.keys():
         k = kw.get(key)
         d = dn.get(key)
+        if k is None and d is not None and floor and d[1] < floor:
+            continue
         score = (1 - SEMANTIC_WEIGHT) * (k[1] / top if k else 0.0) + SEMANTIC_WEIGHT * (
             (d[1] - lo) / span if d else 0.0
         )
         held = max(k[3] if k else 0, d[3] if d else 0)
         best = k[2] if k else d[2]  # type: ignore[index]
-        out.append((score, best, k[0] if k else None, d[0] if d else None, held))
+        cosine = d[1] if d else None
+        out.append((score, best, k[0] if k else None, d[0] if d else None, held, cosine))
     out.sort(key=lambda x: (-x[4], -x[0], x[2] or 10**9))
     # back on the keyword scale (x the best keyword score): thresholds set for BM25F scores,
     # such as the prompt hook's [hooks] recall_min_score, keep their meaning in hybrid mode
-    return [(s * top, h, kr, dr, held) for s, h, kr, dr, held in out]
+    return [(s * top, h, kr, dr, held, c) for s, h, kr, dr, held, c in out]
 
 
 def _search(
@@ -334,6 +355,7 @@ def _search(
     explain: bool,
     model: Model | None = None,
     mode: str = "keyword",
+    floor: float = 0.0,
 ) -> list[Hit]:
     ranked: Fused
     keyword: Ranked = []
@@ -346,18 +368,22 @@ def _search(
         short = not question and 1 < len(set(searcher.plain_terms(parsed.words))) <= ALL_TERMS_MAX
         keyword = _group(raw, support=True, short=short)
     if model is None or mode == "keyword":
-        ranked = [(s, h, i, None, held) for i, (s, h, held) in enumerate(keyword, start=1)]
+        ranked = [(s, h, i, None, held, None) for i, (s, h, held) in enumerate(keyword, start=1)]
     elif mode == "semantic":
         dense = _dense(searcher, parsed, model)
-        ranked = [(s, h, None, i, held) for i, (s, h, held) in enumerate(dense, start=1)]
+        ranked = [
+            (s, h, None, i, held, s)
+            for i, (s, h, held) in enumerate(dense, start=1)
+            if not floor or s >= floor
+        ]
     else:
-        ranked = _fuse(keyword, _dense(searcher, parsed, model))
+        ranked = _fuse(keyword, _dense(searcher, parsed, model), floor)
     wanted: set[str] = set()
     for w in (*parsed.words, *parsed.phrases, *(t for _f, t in parsed.field_words)):
         wanted.update(searcher.terms(w))
     hits = []
     files: dict[str, list[str]] = {}
-    for rank, (score, h, kw_rank, dense_rank, held) in enumerate(ranked[:limit], start=1):
+    for rank, (score, h, kw_rank, dense_rank, held, cosine) in enumerate(ranked[:limit], start=1):
         f = h.fields
         start, end = f.get("lines") or (0, 0)
         text = snippets.lines(searcher.vault, f["path"], files, int(start), int(end))
@@ -379,6 +405,7 @@ def _search(
                 explain=h.explain,
                 ranks=(kw_rank, dense_rank),
                 priority=held,
+                similarity=None if cosine is None else round(cosine, 4),
             )
         )
     return hits
