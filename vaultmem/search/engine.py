@@ -119,27 +119,39 @@ def open_generation(vault: Vault, manifest: Manifest) -> Any:
         raise UnprovenIndex(
             f"index generation {manifest.generation} does not match what this machine wrote"
         )
-    load()
-    from whoosh.index import open_dir
+    from vaultmem.search import index_seal  # every byte whoosh reads, MAC-checked first
 
-    return open_dir(str(index_dir(vault) / manifest.generation))
+    return index_seal.open_index(_sealed_storage(), str(index_dir(vault) / manifest.generation))
+
+
+def _sealed_storage() -> type:
+    """`search/index_seal.py`'s storage, on whoosh's classes (imported here, whoosh's module)."""
+    load()
+    from whoosh.filedb.filestore import FileStorage
+    from whoosh.filedb.structfile import StructFile
+    from whoosh.util import random_name
+
+    from vaultmem.search import index_seal
+
+    return index_seal.storage_class(FileStorage, StructFile, random_name)
 
 
 def open_writer(ix: Any, *, bulk: bool) -> Any:
     # limitmb bounds whoosh's posting pool before it spills a sorted run to disk: a full build
     # streams at a bounded size (512 held 660 MB RSS at 10,000 notes); small refreshes need
     # little. Not compound: see test_segments_are_written_as_separate_files.
-    return ix.writer(limitmb=128 if bulk else 32, procs=1, compound=False)
+    from vaultmem.search import index_seal  # the commit seals the files it wrote
+
+    return index_seal.writer(ix.writer(limitmb=128 if bulk else 32, procs=1, compound=False), ix)
 
 
 def new_generation(vault: Vault, language: str) -> tuple[Any, str]:
-    load()
-    from whoosh.index import create_in
+    from vaultmem.search import index_seal
 
     generation = f"g-{os.urandom(4).hex()}"  # not `secrets`: it loads hmac and OpenSSL
     folder = index_dir(vault) / generation
     folder.mkdir(parents=True, exist_ok=True)
-    return create_in(str(folder), schema(language)), generation
+    return index_seal.create_index(_sealed_storage(), str(folder), schema(language)), generation
 
 
 class Searcher:

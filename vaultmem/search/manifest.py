@@ -46,8 +46,9 @@ from vaultmem.core.vault import Vault
 from vaultmem.search import vocab
 from vaultmem.search.documents import LogMark
 
-SCHEMA_VERSION = 12  # 9: how far each append-only log was indexed; 10: sealed, listing;
-# 11: headings indexed without the note's title; 12: a title stored without the aliases
+SCHEMA_VERSION = 13  # 9: how far each append-only log was indexed; 10: sealed, listing;
+# 11: headings indexed without the note's title; 12: a title stored without the aliases;
+# 13: whoosh's files block-sealed (index_seal.py)
 
 
 INDEX_DIR = "index"
