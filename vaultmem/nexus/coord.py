@@ -12,7 +12,14 @@ The rules (docs/FORMAT.md, "Coordination"):
 
 - an addressed entry is open for each recipient until an entry *by that recipient* acks it;
 - anything tracked here closes for everyone when a `resolve` entry names it;
-- an alert stays open until resolved, whoever acked it.
+- an alert stays open until resolved, whoever acked it;
+- an ack or a resolve counts only when its entry passes its own checks (`shown.entry_problem`,
+  what `verify` and every pack run: hash, id, signature, an approved key): a forged, unsigned
+  or edited entry acks and resolves nothing, in this index and so in every reader of it (the
+  inbox, the pack, alerts, MCP, status). The index records what trust it was built under
+  (`_trust_stamp`: the signature setting and every keys file's stat); when that changes (a key
+  approved, a keys file pulled) it is rebuilt, so an ack refused yesterday counts once its key
+  is approved.
 
 Items closed for every recipient are dropped; alerts stay (`alerts --all`, re-raise links).
 This module reads the log and writes only its cache.
@@ -39,8 +46,9 @@ from vaultmem.nexus.entry import (
     parse_bytes,
     read_file,
 )
+from vaultmem.nexus.shown import Counts
 
-INDEX_VERSION = 2  # 2: each item keeps its entry's hash and signature
+INDEX_VERSION = 3  # 2: each item keeps its entry's hash and signature; 3: verified acks only
 BODY_CHARS = 1200  # body kept per item (the log keeps it whole)
 _PUNCT = later(r"^[\s.!:]+|[\s.!:]+$")
 
@@ -175,8 +183,14 @@ def _raw(e: Entry) -> dict[str, Any]:
     }
 
 
-def apply(items: dict[str, dict[str, Any]], e: Entry) -> None:
-    """Bring `items` up to date with one more entry, in log order."""
+def apply(items: dict[str, dict[str, Any]], e: Entry, counts: Counts | None = None) -> None:
+    """Bring `items` up to date with one more entry, in log order. With `counts`, an ack or a
+    resolve whose entry fails its checks changes nothing (the entry itself is still tracked
+    when addressed: the inbox leaves it out when it fails, and says so)."""
+    if counts is not None and Counts.acts(e) and not counts(e):
+        if _tracked(e) and e.id not in items:
+            items[e.id] = _raw(e)
+        return
     for acked in e.acks:
         raw = items.get(acked)
         if raw is not None and raw["agent"] != e.agent:
@@ -211,7 +225,31 @@ def _load_cache(vault: Vault) -> dict[str, Any] | None:
         and isinstance(data.get("items"), dict)
         and (data.get("tail") is None or isinstance(data.get("tail"), dict))
     )
-    return data if ok else None
+    return data if ok and data.get("trust") == _trust_stamp(vault) else None
+
+
+def _trust_stamp(vault: Vault) -> list[Any]:
+    """What decides whether an entry verifies, cheaply: the signature setting, this machine's
+    trust pins and each keys file (size, mtime and inode: a key added, approved or revoked
+    changes its file)."""
+    from vaultmem.core.pins import pins_path
+
+    out: list[Any] = [bool(vault.config.log.require_signatures)]
+    with contextlib.suppress(OSError):
+        st = pins_path(vault.root).stat()
+        out.append(["pins", st.st_size, st.st_mtime_ns, st.st_ino])
+    for top in ("agents", "people"):
+        try:
+            folders = sorted((vault.root / top).iterdir())
+        except OSError:
+            continue
+        for folder in folders:
+            try:
+                st = (folder / "keys.md").stat()
+            except OSError:
+                continue
+            out.append([f"{top}/{folder.name}", st.st_size, st.st_mtime_ns, st.st_ino])
+    return out
 
 
 def _tail_in_place(path: Path, offset: int, tail: dict[str, Any] | None) -> bool:
@@ -245,6 +283,7 @@ def load(vault: Vault, *, save: bool = True) -> Index:
         size = 0
     agents = vault.known_agents()
     cache = _load_cache(vault)
+    counts = Counts(vault)
     changed = False
     if (
         cache is not None
@@ -258,14 +297,14 @@ def load(vault: Vault, *, save: bool = True) -> Index:
         items, offset, tail, changed = {}, 0, None, True
         for path in vault.live_archives():
             for e in read_file(path).entries:
-                apply(items, e)
+                apply(items, e, counts)
     if size > offset:
         with open(live, "rb") as fh:
             fh.seek(offset)
             data = fh.read(size - offset)
         entries = parse_bytes(data, base_offset=offset).entries
         for e in entries:
-            apply(items, e)
+            apply(items, e, counts)
         if entries:
             last = entries[-1]
             offset = last.byte_end
@@ -274,7 +313,14 @@ def load(vault: Vault, *, save: bool = True) -> Index:
     if changed:
         prune(items, agents)
         if save:
-            data_out = {"v": INDEX_VERSION, "offset": offset, "tail": tail, "items": items}
+            data_out = {
+                "v": INDEX_VERSION,
+                "offset": offset,
+                "tail": tail,
+                "items": items,
+                "trust": _trust_stamp(vault),
+            }
+            counts.save()
             sealed = seal.dumps(index_path(vault), data_out)
             # a read-only vault still gets its answer; the next call redoes the work
             if sealed is not None:

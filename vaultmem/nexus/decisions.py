@@ -52,12 +52,16 @@ class DecideResult:
 
 def decisions(vault: Vault, *, include_superseded: bool = False) -> list[Decision]:
     """Decisions oldest first; superseded ones only when asked (marked with who replaced them)."""
+    from vaultmem.nexus.shown import Counts
+
     entries = read_file(vault.decisions).entries
     replaced: dict[str, str] = {}
+    counts = Counts(vault)  # a forged or unsigned decision supersedes nothing
     for e in entries:
         sup = e.extra.get("supersedes")
-        if isinstance(sup, str) and sup not in replaced:
+        if isinstance(sup, str) and sup not in replaced and counts(e):
             replaced[sup] = e.id
+    counts.save()
     out = [Decision(e, replaced.get(e.id)) for e in entries]
     return out if include_superseded else [d for d in out if d.active]
 

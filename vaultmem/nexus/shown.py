@@ -163,6 +163,30 @@ class ShowCheck:
             self._memo.save()
 
 
+class Counts:
+    """The one rule for what an ack, a resolve or a supersede changes: only an entry that
+    passes its own checks (`entry_problem`, as `ShowCheck` shows it) acks, resolves or
+    supersedes anything. A forged, unsigned or edited entry, or one signed with an unknown or
+    unapproved key, counts for nothing in every reader: the coordination index (so the inbox,
+    the pack, alerts, MCP and status), the pack's and the prompt hook's scan of the log, and
+    the decision log. Entries that act on nothing are never checked (`acts`)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.check = ShowCheck(vault)
+
+    @staticmethod
+    def acts(e: entry.Entry) -> bool:
+        """Does `e` change another entry's state (an ack, a resolve, a supersede)?"""
+        return bool(e.acks) or e.type == entry.EntryType.RESOLVE or "supersedes" in e.extra
+
+    def __call__(self, e: entry.Entry) -> bool:
+        """Does what `e` acks, resolves or supersedes count?"""
+        return self.check.problem(e) is None
+
+    def save(self) -> None:
+        self.check.save()
+
+
 def outside_links(vault: Vault) -> list[tuple[str, str]]:
     """(path, message) for each file or folder of the layout that a pack, a hook or MCP reads
     (identities, memory indexes and folders, checkpoints, working memory, banks, project

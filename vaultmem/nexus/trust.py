@@ -366,12 +366,22 @@ def _key_changes(vault: Vault, pins: dict[str, Any], current: dict[str, Any]) ->
     return out
 
 
-def report(vault: Vault) -> TrustReport:
-    """The pins, the files, and every difference (`vaultmem trust`)."""
+def report(vault: Vault, *, lenient: bool = False) -> TrustReport:
+    """The pins, the files, and every difference (`vaultmem trust`). `lenient`: a
+    vaultmem.toml that does not pass its checks is one change (its problem), the pinned
+    settings standing for the file's (`accept` is strict: an invalid file is never pinned)."""
     pins = _pins(vault)
-    settings = _file_settings(vault)
+    broken: list[Change] = []
+    try:
+        settings = _file_settings(vault)
+    except ConfigError as exc:
+        if not lenient:
+            raise
+        settings = dict(pins["settings"])
+        broken.append(Change(config.CONFIG_NAME, exc.message))
     current = {"settings": settings, "keys": _file_keys(vault, settings["reviewers"])}
     changes = _setting_changes(pins["settings"], settings) + _key_changes(vault, pins, settings)
+    changes = [*broken, *changes]
     pinned = {"settings": pins["settings"], "keys": pins["keys"]}
     return TrustReport(str(pinfile.pins_path(vault.root)), pinned, current, tuple(changes))
 

@@ -40,7 +40,7 @@ from vaultmem.core.records import record
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
 from vaultmem.nexus.coord import awaits_ack
-from vaultmem.nexus.shown import ShowCheck
+from vaultmem.nexus.shown import Counts, ShowCheck
 
 if TYPE_CHECKING:
     from vaultmem.bank.transcripts import Transcript
@@ -170,11 +170,13 @@ def scan_new(
     newest: entry.Entry | None = None
     acked: set[str] = set()
     unseen = window.Unseen(vault, agent, cursor)  # the pack's rule: new by chain, not by place
+    counts = Counts(vault)
     for scanned, e in enumerate(reading.iter_reverse(vault.live_context), 1):
         if newest is None:
             newest = e
         new = unseen.is_new(e)
-        acked.update(a for a in e.acks if entry.author_of(a) != e.agent)
+        if e.acks and counts(e):  # the coordination index's rule: only verified acks count
+            acked.update(a for a in e.acks if entry.author_of(a) != e.agent)
         if e.agent != agent and (new or cursor is None):
             if len(others) >= limit:
                 break
@@ -185,6 +187,7 @@ def scan_new(
             break
     else:
         unseen.exhausted = True
+    counts.save()
     others.sort(key=entry.time_order)
     return others, unseen, newest, acked
 

@@ -18,7 +18,7 @@ from vaultmem.core import clock
 from vaultmem.core.vault import Vault
 from vaultmem.nexus import entry, reading
 from vaultmem.nexus.coord import Item, awaits_ack
-from vaultmem.nexus.shown import ShowCheck
+from vaultmem.nexus.shown import Counts, ShowCheck
 
 if TYPE_CHECKING:
     from vaultmem.app.pack.hints import Invocation
@@ -230,6 +230,7 @@ def log_sections(
     ackers: dict[str, dict[str, str]] = {}
     resolutions: dict[str, dict[str, Any]] = {}
     unseen = Unseen(vault, agent, cursor)
+    counts = Counts(vault)  # the coordination index's rule: only verified acks count
     more = False
     elsewhere = 0
     for scanned, e in enumerate(reading.iter_reverse(vault.live_context), 1):
@@ -248,12 +249,14 @@ def log_sections(
                 others.append(e)
             else:
                 more = True
-        for a in e.acks:
+        # a forged, unsigned or edited ack or resolve acks and resolves nothing
+        acts = Counts.acts(e) and counts(e)
+        for a in e.acks if acts else ():
             if _author(a) != e.agent:
                 acked.add(a)
                 ackers.setdefault(a, {})[e.agent] = e.id  # read backwards: the first one wins
         target = e.extra.get("resolves") if e.type == entry.EntryType.RESOLVE else None
-        if isinstance(target, str):
+        if acts and isinstance(target, str):
             resolutions[target] = {"id": e.id, "by": e.agent, "time": e.time, "why": e.body}
         others_done = (
             (cursor is not None and unseen.done)
@@ -270,6 +273,7 @@ def log_sections(
     check = ShowCheck(vault)  # what fails verification is left out, and said (issue 20)
     others, own = check.genuine(others), check.genuine(own)
     check.save()
+    counts.save()
     agents = index.agents if index is not None else vault.known_agents()
 
     def shown(e: entry.Entry) -> tuple[dict[str, Any], str]:
