@@ -74,7 +74,7 @@ def sync(
     """
     from vaultmem.app.sync import pipeline as sync_mod
 
-    v = open_vault(vault)
+    v = open_vault(vault, lenient=True)  # a broken vaultmem.toml never stops the sync of a fix
     if status:
         st = sync_mod.status(v, remote=remote)
         if as_json:

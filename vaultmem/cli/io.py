@@ -11,10 +11,11 @@ if TYPE_CHECKING:  # costs nothing at start-up
     from vaultmem.core.vault import Vault
 
 
-def open_vault(vault: Path | None) -> Vault:
+def open_vault(vault: Path | None, *, lenient: bool = False) -> Vault:
+    """`lenient` for what must work with a broken vaultmem.toml (sync, verify, trust)."""
     from vaultmem.core.vault import Vault
 
-    return Vault.open(vault)
+    return Vault.open(vault, lenient=lenient)
 
 
 def emit_json(data: Any) -> None:

@@ -23,7 +23,7 @@ SUPPORTED_LANGUAGES = ("en", "it", "de", "fr", "es", "pt", "nl")
 
 class LogSettings(Section):
     require_signatures: bool = True
-    lock_timeout: float = setting(default=10.0, lo=0.01, hi=3600)
+    lock_timeout: float = setting(default=10.0, lo=0.01, hi=120)  # seconds (a timing: bounded)
     max_summary: int = setting(default=200, lo=20, hi=10_000)
     max_body: int = setting(default=20_000, lo=0, hi=10_000_000)
 
@@ -64,7 +64,7 @@ class LLMSettings(Section):
     max_tokens: int = setting(default=4096, lo=1, hi=1_000_000)
     max_transcript_chars: int = setting(default=400_000, lo=1, hi=100_000_000)
     chunk_chars: int = setting(default=60_000, lo=100, hi=10_000_000)
-    timeout: float = setting(default=60.0, lo=0.1, hi=3600)
+    timeout: float = setting(default=60.0, lo=0.1, hi=600)
     max_retries: int = setting(default=2, lo=0, hi=20)
 
 
@@ -163,15 +163,21 @@ class ReceiptSettings(Section):
     keep: int = setting(default=10, lo=1, hi=10_000)  # rotated receipts files kept per agent
 
 
+HOOK_TIMEOUT_MAX = 10.0  # seconds: the longest a hook may hold an agent's turn
+
+
 class HookSettings(Section):
     """`vaultmem hook EVENT` (the lifecycle hooks of Claude Code and similar runtimes)."""
 
-    session_budget: int = 2000  # tokens of the session-start pack (0: the [read] budget)
-    prompt_budget: int = 800  # tokens a prompt hook may add to one turn
-    recall_hits: int = 3  # recall hits a prompt hook may add
-    recall_min_score: float = 12.0  # BM25F score a hit must reach to be added to a turn
-    timeout: float = 5.0  # seconds one hook call may take before it gives up (exit 0)
-    lock_timeout: float = 2.0  # seconds a hook waits for a vault lock
+    # tokens of the session-start pack (0: the [read] budget)
+    session_budget: int = setting(default=2000, lo=0, hi=100_000)
+    prompt_budget: int = setting(default=800, lo=0, hi=20_000)  # tokens a prompt hook may add
+    recall_hits: int = setting(default=3, lo=0, hi=20)  # recall hits a prompt hook may add
+    # BM25F score a hit must reach to be added to a turn
+    recall_min_score: float = setting(default=12.0, lo=0, hi=1000)
+    # seconds one hook call may take before it gives up (exit 0): a turn waits for it
+    timeout: float = setting(default=5.0, lo=1e-6, hi=HOOK_TIMEOUT_MAX)  # 0 would be no bound
+    lock_timeout: float = setting(default=2.0, lo=0, hi=5)  # seconds a hook waits for a lock
     retain: bool = True  # session-end runs `retain --queued` in the background when a key is set
 
 
@@ -249,16 +255,26 @@ def _check_values(config: Config, path: Path) -> Config:
     from vaultmem.core.errors import UsageError
 
     durations = (
-        ("alerts", "window", config.alerts.window, False),
-        ("working", "ttl", config.working.ttl, True),
-        ("sync", "interval", config.sync.interval, True),
+        ("alerts", "window", config.alerts.window, False, None),
+        ("working", "ttl", config.working.ttl, True, None),
+        ("sync", "interval", config.sync.interval, True, SYNC_INTERVAL),
     )
-    for table, key, value, never in durations:
+    for table, key, value, never, span in durations:
         try:
-            duration_seconds(value, f"[{table}] {key}", allow_never=never)
+            seconds = duration_seconds(value, f"[{table}] {key}", allow_never=never)
         except UsageError as exc:
             raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
+        if span is not None and seconds is not None and not span[0] <= seconds <= span[1]:
+            raise ConfigError(
+                f"{path}: [{table}] {key} must be between {span[0]}s and {span[1] // 3600}h "
+                f'(or "never"), got {value!r}',
+                "fix the value in vaultmem.toml",
+            )
     return config
+
+
+# the least and most time between two background syncs, in seconds
+SYNC_INTERVAL = (1, 86_400)
 
 
 def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
@@ -279,12 +295,17 @@ def _names(raw: Any, key: str, path: Path) -> tuple[str, ...]:
 def parse_toml(text: str, path: Path) -> dict[str, Any]:
     import tomllib
 
+    from vaultmem.core.tomlguard import bounded
+
+    bounded(text, path)  # a remote's nesting bomb never reaches tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path}: not valid TOML: {exc}", "fix the file or run vaultmem init"
         ) from exc
+    except RecursionError:  # what `tomlguard.bounded` would have refused, had it missed it
+        raise ConfigError(f"{path}: nested too deep for TOML", "fix the file") from None
 
 
 def parse_config(text: str, path: Path, raw: dict[str, Any] | None = None) -> Config:

@@ -130,27 +130,70 @@ def effective(config: Config, root: Path) -> Config:
     )
 
 
-def load_config(path: Path, *, pinned: bool = True) -> Config:
+def load_config(path: Path, *, pinned: bool = True, lenient: bool = False) -> Config:
     """The vault's config as this machine enforces it: the file's settings, with the security
     settings taken from this machine's pins (`pinned`, see `effective`); `pinned=False` gives
-    the file as it is."""
+    the file as it is.
+
+    `lenient` (sync, verify, trust and the hooks: what must work to pull a fix): a file that
+    cannot be read or does not pass its checks does not stop the command. It goes on with the
+    last settings this machine accepted for this vault (the sealed parse `core/tomlcache.py`
+    keeps), else the defaults, with this machine's pinned security settings over them, and
+    says so once on stderr (`core/tomlguard.py`)."""
     try:
-        data = path.read_bytes()
+        config = _load_file(path)
+    except ConfigError as exc:
+        if not lenient:
+            raise
+        config, pins_known = _fallback(path, exc)
+        if not pins_known:
+            return config  # never pin what a broken file left: the defaults, strictest
+    if not pinned:
+        return config
+    return effective(config, path.parent)
+
+
+def _fallback(path: Path, problem: ConfigError) -> tuple[Config, bool]:
+    """The settings a lenient command goes on with, and whether this machine has pins for the
+    vault; the problem said once per process on stderr."""
+    import contextlib
+
+    from vaultmem.core.tomlguard import say_once
+
+    config, what = Config(), "the default settings"
+    raw = tomlcache.last(path)
+    if raw is not None:
+        with contextlib.suppress(ConfigError):
+            config, what = parse_config("", path, raw), "the last settings this machine accepted"
+    pins_known = pins_path(path.parent).is_file()
+    say_once(path, problem, what, pinned=pins_known)
+    return config, pins_known
+
+
+def _load_file(path: Path) -> Config:
+    """The file's own settings, every check passed (ConfigError naming the file otherwise)."""
+    from vaultmem.core.tomlguard import MAX_BYTES
+
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ConfigError(
             f"cannot read {path}: {exc.strerror}", "check the file's permissions"
         ) from exc
+    if len(data) > MAX_BYTES:
+        raise ConfigError(
+            f"{path}: more than {MAX_BYTES:,} bytes, more than a vaultmem.toml may hold",
+            "fix the file (a real one is a few KB)",
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text", "re-save the file as UTF-8") from exc
     raw = tomlcache.get(path, data)
     if raw is not None:
-        config = parse_config(text, path, raw)
-    else:
-        raw = parse_toml(text, path)
-        config = parse_config(text, path, raw)  # only a config that passes its checks is kept
-        tomlcache.put(path, data, raw)
-    if not pinned:
-        return config
-    return effective(config, path.parent)
+        return parse_config(text, path, raw)
+    raw = parse_toml(text, path)
+    config = parse_config(text, path, raw)  # only a config that passes its checks is kept
+    tomlcache.put(path, data, raw)
+    return config

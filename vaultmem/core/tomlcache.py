@@ -47,6 +47,16 @@ def get(config: Path, data: bytes) -> dict[str, Any] | None:
     return raw if isinstance(raw, dict) else None
 
 
+def last(config: Path) -> dict[str, Any] | None:
+    """The last parse this machine kept for the vault, whatever bytes it was made of: the
+    settings a lenient command goes on with when the file now fails (`pins.load_config`)."""
+    if seal.secret(create=False) is None:
+        return None
+    found = seal.read(_where(config))
+    raw = found.get("raw") if isinstance(found, dict) else None
+    return raw if isinstance(raw, dict) else None
+
+
 def put(config: Path, data: bytes, raw: dict[str, Any]) -> None:
     """Keep `raw`, tomllib's parse of `data`, for the next command."""
     import contextlib

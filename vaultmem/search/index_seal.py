@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.core import seal
+from vaultmem.core.environment import home
 
 try:  # as core/seal.py: the built-in module, without hashlib's OpenSSL
     from _blake2 import blake2b
@@ -62,7 +63,7 @@ def _mac(key: bytes, index: int, data: bytes | memoryview) -> bytes:
 def _key() -> bytes:
     key = seal.secret(create=True)
     if key is None:
-        raise UnsealedBlock(f"no secret in {seal.home()}: the index cannot be authenticated")
+        raise UnsealedBlock(f"no secret in {home()}: the index cannot be authenticated")
     return key
 
 
@@ -373,7 +374,7 @@ def storage_class(file_storage: type, struct_file: type, random_name: Any) -> ty
             path = os.path.join(self.folder, BLOCKS)
             data = seal.dumps(path, {"block": BLOCK, "files": files})
             if data is None:
-                raise UnsealedBlock(f"no secret in {seal.home()}: the index cannot be sealed")
+                raise UnsealedBlock(f"no secret in {home()}: the index cannot be sealed")
             from vaultmem.core.fsio import atomic_write
 
             atomic_write(Path(path), data)

@@ -202,7 +202,8 @@ def hook_vault(vault: Vault) -> Vault:
 def open_hook_vault(vault_path: Path | None, payload: HookInput) -> Vault:
     """`--vault` / VAULTMEM_VAULT, else walk up from the payload's `cwd` (or here)."""
     start = Path(payload.cwd) if payload.cwd and Path(payload.cwd).is_dir() else None
-    return hook_vault(Vault.open(vault_path, start=start))
+    # a broken vaultmem.toml (pushed by a remote) never stops a hook: lenient
+    return hook_vault(Vault.open(vault_path, start=start, lenient=True))
 
 
 # --- the log of failures ------------------------------------------------------------------------
