@@ -129,8 +129,7 @@ class Vault:
     @classmethod
     def open(
         cls, explicit: Path | str | None = None, start: Path | None = None, **kw: bool
-    ) -> Vault:
-        """`lenient=True`: a broken vaultmem.toml does not stop it (`pins.load_config`)."""
+    ) -> Vault:  # lenient=True: a broken vaultmem.toml does not stop it (pins.load_config)
         root = find_vault(explicit, start)
         return cls(root=root, config=load_config(root / CONFIG_NAME, **kw))
 
