@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -516,3 +517,40 @@ def test_clone_takes_relative_paths_as_the_shell_does(tmp_path: Path) -> None:
     assert res.returncode == 0, (res.stdout, res.stderr)
     assert (work / "machines" / "laptop" / "vaultmem.toml").is_file()
     assert not (work / "machines" / "shared.git").exists()
+
+
+def test_clone_prints_the_one_step_left_and_following_it_leaves_both_machines_clean(
+    machines: dict[str, Path], tmp_path: Path
+) -> None:
+    """A machine that joins is ready but for the approval a person gives: `clone` names it,
+    the machine to run it on, and the exact commands; run word for word, every machine syncs
+    and verifies clean."""
+    m = machines
+    home_c, c = tmp_path / "home-c", tmp_path / "c"
+    res = vm("clone", str(m["bare"]), str(c), "--agent", "lyra", home=home_c)
+    assert res.returncode == 0, res.stderr
+    assert "one step is left, for a person:" in res.stdout, res.stdout
+    step = next(ln for ln in res.stdout.splitlines() if "holds chiara's signing key" in ln)
+    command = step.split("`")[1]
+    assert re.fullmatch(
+        r"vaultmem sync; vaultmem keys approve k-[0-9a-f]{16} --reviewer chiara && vaultmem sync",
+        command,
+    ), command
+    other = vm("clone", str(m["bare"]), str(tmp_path / "d"), "--agent", "ella", "--json",
+               home=tmp_path / "home-d")  # fmt: skip
+    assert "vaultmem keys approve" in json.loads(other.stdout)["next"][0]
+    # machine C pushes its key (and says it waits); the person runs the step on machine A
+    assert vm("sync", "--vault", str(c), home=home_c).returncode in (0, 5)
+    first, rest = command.split("; ", 1)
+    assert vm(*first.split()[1:], "--vault", str(m["a"]), home=m["home-a"]).returncode in (0, 5)
+    for part in rest.split(" && "):
+        res = vm(*part.split()[1:], "--vault", str(m["a"]), home=m["home-a"])
+        assert res.returncode == 0, (part, res.stdout, res.stderr)
+    assert vm("sync", "--vault", str(c), home=home_c).returncode == 0  # "then here"
+    wrote = vm("append", "lyra on C", "--agent", "lyra", "--vault", str(c), home=home_c)
+    assert wrote.returncode == 0, wrote.stderr
+    assert vm("sync", "--vault", str(c), home=home_c).returncode == 0
+    assert vm("sync", "--vault", str(m["a"]), home=m["home-a"]).returncode == 0
+    for root, home in ((m["a"], m["home-a"]), (c, home_c)):
+        res = vm("verify", "--vault", str(root), home=home)
+        assert res.returncode == 0, (root, res.stdout, res.stderr)

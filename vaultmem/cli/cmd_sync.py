@@ -181,19 +181,25 @@ def clone(
     """Clone a vault to a new machine: git clone, merge drivers, and this machine's keys for
     the agents that will write from it (a reviewer approves each: vaultmem keys approve)."""
     from vaultmem.app.sync.machines import clone as do_clone
+    from vaultmem.app.sync.machines import join_steps
     from vaultmem.nexus.keyring import create_key
 
     v = do_clone(url, path)
     made = [create_key(v, v.require_agent(a)) for a in agents or []]
+    steps = join_steps(v, [(k.agent, k.key_id) for k in made if not k.approved])
     if as_json:
-        emit_json({"path": str(v.root), "keys": [k.to_dict() for k in made]})
+        emit_json({"path": str(v.root), "keys": [k.to_dict() for k in made], "next": steps})
         return
     emit(f"cloned into {v.root}")
     for key in made:
-        state = "approved" if key.approved else "waiting for a reviewer"
+        state = "approved" if key.approved else "waiting for a reviewer's approval"
         emit(f"  key {key.key_id} for {key.agent} ({state})")
-        if not key.approved:
-            warn(f"a reviewer approves it with: vaultmem keys approve {key.key_id} --reviewer NAME")
+    if steps:
+        emit("one step is left, for a person:" if len(steps) == 2 else "left, for a person:")
+        for step in steps:
+            emit(f"  - {step}")
+    else:
+        emit("ready: agents on this machine can write and sync")
 
 
 @commands.command(

@@ -65,3 +65,31 @@ def clone(url: str, dest: Path) -> Vault:
     if head is not None:
         git(dest, "checkout", "--quiet", "--force", "HEAD", "--", ".")
     return Vault.open(dest)
+
+
+def join_steps(vault: Vault, waiting: list[tuple[str, str]]) -> list[str]:
+    """What a person must still do for a machine that just joined: for each key no earlier
+    key vouched for (`waiting`: agent, key id), the one approval, run where a reviewer's key
+    is; nothing when every key is approved. Each step says on which machine it runs."""
+    if not waiting:
+        return []
+    from vaultmem.nexus.keyring import agent_keys
+
+    reviewers = list(vault.config.reviewers)
+    keyed = [r for r in reviewers if any(k.approved for k in agent_keys(vault, r))]
+    who = keyed[0] if keyed else (vault.config.default_reviewer or (reviewers or ["NAME"])[0])
+    approve = " && ".join(f"vaultmem keys approve {kid} --reviewer {who}" for _a, kid in waiting)
+    steps = []
+    if not keyed:
+        steps.append(
+            f"no reviewer has a signing key yet: on {who}'s own machine, run "
+            f"`vaultmem keys create --reviewer {who} && vaultmem sync`"
+        )
+    agents = ", ".join(sorted({a for a, _k in waiting}))
+    steps.append(
+        f"on the machine that holds {who}'s signing key (not this one), approve {agents}'s new "
+        f"key: `vaultmem sync; {approve} && vaultmem sync` (the first sync brings the key "
+        "and reports it waiting)"
+    )
+    steps.append("then here: `vaultmem sync` (until then this machine's entries fail verify)")
+    return steps
