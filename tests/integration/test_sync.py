@@ -543,6 +543,11 @@ def test_clone_prints_the_one_step_left_and_following_it_leaves_both_machines_cl
     assert vm("sync", "--vault", str(c), home=home_c).returncode in (0, 5)
     first, rest = command.split("; ", 1)
     assert vm(*first.split()[1:], "--vault", str(m["a"]), home=m["home-a"]).returncode in (0, 5)
+    # status on either machine says what waits, for whom, and the same command
+    for root, home in ((m["a"], m["home-a"]), (c, home_c)):
+        waits = json.loads(vm("status", "--json", "--vault", str(root), home=home).stdout)
+        (key,) = [w for w in waits["waiting"] if "approve lyra's key" in w["what"]]
+        assert key["command"] == command and "chiara" in key["who"]
     for part in rest.split(" && "):
         res = vm(*part.split()[1:], "--vault", str(m["a"]), home=m["home-a"])
         assert res.returncode == 0, (part, res.stdout, res.stderr)

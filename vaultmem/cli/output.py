@@ -65,6 +65,11 @@ def render_status(report: StatusReport) -> None:
     out.print(facts)
     if report.facts_by_status:
         out.print("  " + ", ".join(f"{k}: {v}" for k, v in report.facts_by_status.items()))
+    if report.waiting:
+        out.print(f"[bold]Waiting for a person[/] ({len(report.waiting)})")
+        for w in report.waiting:
+            out.print(f"  - {w.who}: {w.what}", markup=False, highlight=False)
+            out.print(f"      {w.command}", markup=False, highlight=False)
     if not report.problems:
         out.print("[green]No problems found.[/]")
         return

@@ -26,6 +26,18 @@ class Problem:
 
 
 @record
+class Waiting:
+    """Something only a person can do, for whom, and the command (where it runs, if not here)."""
+
+    who: str
+    what: str
+    command: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@record
 class StatusReport:
     vault: str
     agents: tuple[str, ...]
@@ -34,6 +46,7 @@ class StatusReport:
     facts_by_type: dict[str, int]
     facts_by_status: dict[str, int]
     problems: tuple[Problem, ...] = field(default_factory=tuple)
+    waiting: tuple[Waiting, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +57,7 @@ class StatusReport:
             "facts_by_type": self.facts_by_type,
             "facts_by_status": self.facts_by_status,
             "problems": [p.to_dict() for p in self.problems],
+            "waiting": [w.to_dict() for w in self.waiting],
         }
 
 
@@ -168,6 +182,57 @@ def conflict_problems(vault: Vault) -> list[Problem]:
     ]
 
 
+def waiting_for_people(vault: Vault, problems: list[Problem]) -> list[Waiting]:
+    """What waits for a person, on every machine alike: keys to approve (on a machine with a
+    reviewer's key), proposed facts to review, settings to accept here, merges to settle."""
+    from vaultmem.bank.store import list_bank
+    from vaultmem.nexus.keyring import public_keys
+
+    out: list[Waiting] = []
+    reviewers = list(vault.config.reviewers) or ["NAME"]
+    keys = public_keys(vault)
+    keyed = [r for r in reviewers if any(k.approved and k.agent == r for k in keys.values())]
+    who = keyed[0] if keyed else reviewers[0]
+    for key in keys.values():
+        if not key.approved and key.agent not in vault.config.reviewers:
+            out.append(
+                Waiting(
+                    f"{who} (on the machine that holds {who}'s signing key)",
+                    f"approve {key.agent}'s key {key.key_id}",
+                    f"vaultmem sync; vaultmem keys approve {key.key_id} --reviewer {who} "
+                    "&& vaultmem sync",
+                )
+            )
+    pending = list_bank(vault)
+    if pending:
+        agents = ", ".join(sorted({f.author for f in pending}))
+        out.append(
+            Waiting(
+                "a reviewer",
+                f"review {len(pending)} proposed fact(s) from {agents} (Review.md)",
+                f"vaultmem promote --reviewer {who}",
+            )
+        )
+    if any(p.kind == "pending-trust" for p in problems):
+        out.append(
+            Waiting(
+                "a person on this machine",
+                "accept the settings or keys a pull changed",
+                "vaultmem trust && vaultmem trust accept",
+            )
+        )
+    for path in sorted({p.path for p in problems if p.kind == "conflict-markers"}):
+        out.append(
+            Waiting(
+                "a person",
+                f"settle the two versions a merge kept in {path}",
+                f"edit {path} (keep the right text, delete the <<<<<<< ======= >>>>>>> lines), "
+                "then vaultmem sync",
+            )
+        )
+    return out
+
+
 def status(vault: Vault) -> StatusReport:
     known = facts.memories(vault)
     by_type = Counter(f.type or "(none)" for f in known)
@@ -201,4 +266,5 @@ def status(vault: Vault) -> StatusReport:
         facts_by_type=dict(sorted(by_type.items())),
         facts_by_status=dict(sorted(by_status.items())),
         problems=tuple(problems),
+        waiting=tuple(waiting_for_people(vault, problems)),
     )
