@@ -262,7 +262,7 @@ def test_codex_merge_twice_then_remove(
     monkeypatch.setenv("CODEX_HOME", str(home))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-not-for-config")
     before = snapshot(home), snapshot(project)
-    code, _out, err = codex(vault, project)
+    code, _out, err = codex(vault, project, "--scope", "user")
     assert code == 0, err
     config = (home / "config.toml").read_text()
     assert "sk-not-for-config" not in config
@@ -298,9 +298,9 @@ def test_codex_merge_twice_then_remove(
         assert handler["type"] == "command" and f" hook {name} " in handler["command"]
         assert handler["command"].endswith(f"--vault {vault.resolve()} --agent lyra")
     once = snapshot(home), snapshot(project)
-    assert codex(vault, project)[0] == 0
+    assert codex(vault, project, "--scope", "user")[0] == 0
     assert (snapshot(home), snapshot(project)) == once
-    assert codex(vault, project, "--remove")[0] == 0
+    assert codex(vault, project, "--scope", "user", "--remove")[0] == 0
     assert (snapshot(home), snapshot(project)) == before
 
 
@@ -311,7 +311,7 @@ def test_codex_refuses_a_server_of_the_same_name(
     home.mkdir()
     (home / "config.toml").write_text('[mcp_servers.vaultmem]\ncommand = "elsewhere"\n')
     before = snapshot(home)
-    code, _out, err = codex(vault, project)
+    code, _out, err = codex(vault, project, "--scope", "user")
     assert code == 8 and "outside vaultmem's block" in err and snapshot(home) == before
 
 
@@ -325,14 +325,14 @@ def test_codex_leaves_the_tables_a_person_has_to_them(
     mine = '[features]\nweb_search = true\n\n[shell_environment_policy]\ninherit = "core"\nset = { A = "1" }\n'
     (home / "config.toml").write_text(mine)
     monkeypatch.setenv("CODEX_HOME", str(home))
-    code, out, err = codex(vault, project)
+    code, out, err = codex(vault, project, "--scope", "user")
     assert code == 0, err
     data = tomllib.loads((home / "config.toml").read_text())
     assert data["features"] == {"web_search": True} and data["shell_environment_policy"]["set"] == {
         "A": "1"
     }
     assert "add hooks = true to it" in out and "VAULTMEM_AGENT" in out
-    assert codex(vault, project, "--remove")[0] == 0
+    assert codex(vault, project, "--scope", "user", "--remove")[0] == 0
     assert (home / "config.toml").read_text() == mine
 
 
@@ -342,6 +342,47 @@ def test_codex_project_scope(vault: Path, project: Path) -> None:
     assert "vaultmem" in data["mcp_servers"]
     assert codex(vault, project, "--scope", "project", "--remove")[0] == 0
     assert not (project / ".codex").exists()
+
+
+def test_codex_two_projects_keep_their_own_wiring(
+    vault: Path, tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37: wiring lyra in a second project must not take ella's hooks from the first.
+    The default scope is the project's `.codex/` (Codex loads it in a trusted project,
+    developers.openai.com/codex/hooks); the user-wide files, which wire one agent for every
+    project, refuse another agent (exit 8, nothing changed) and say the way out."""
+    home = isolated_env / "codex-home"
+    home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    api, web = tmp_path / "api", tmp_path / "web"
+    api.mkdir()
+    web.mkdir()
+    args = ("codex", "--vault", str(vault))
+    code, out, err = setup(*args, "--agent", "ella", "--project", str(api))
+    assert code == 0, err
+    assert "trusted project" in out and "codex exec --trust" in out
+    ella = snapshot(api)
+    assert setup(*args, "--agent", "lyra", "--project", str(web))[0] == 0
+    assert snapshot(api) == ella and snapshot(home) == {}
+    for folder, agent in ((api, "ella"), (web, "lyra")):
+        hooks = json.loads((folder / ".codex" / "hooks.json").read_text())["hooks"]
+        (command,) = [h["command"] for g in hooks["SessionStart"] for h in g["hooks"]]
+        assert command.endswith(f"--agent {agent}")
+        server = tomllib.loads((folder / ".codex" / "config.toml").read_text())["mcp_servers"]
+        assert server["vaultmem"]["args"][-1] == agent
+        assert f"agent `{agent}`" in (folder / "AGENTS.md").read_text()
+
+    # user scope: one agent for every project; another is refused, not swapped in
+    assert setup(*args, "--agent", "ella", "--project", str(api), "--scope", "user")[0] == 0
+    wired = snapshot(home), snapshot(web)
+    code, _out, err = setup(*args, "--agent", "lyra", "--project", str(web), "--scope", "user")
+    assert code == 8 and "already wires agent 'ella'" in err
+    assert "--scope project" in err and "--scope user --remove" in err
+    assert (snapshot(home), snapshot(web)) == wired
+    # the same agent again is fine, and a project's own wiring is told of the user-wide one
+    assert setup(*args, "--agent", "ella", "--project", str(api), "--scope", "user")[0] == 0
+    code, out, _err = setup(*args, "--agent", "lyra", "--project", str(web))
+    assert code == 0 and "also wires agent 'ella'" in out
 
 
 def test_cursor_merge_twice_then_remove(vault: Path, project: Path) -> None:

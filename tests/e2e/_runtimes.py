@@ -275,6 +275,10 @@ class Codex:
         argv = [str(self.bin), "exec", "--skip-git-repo-check", "--json"]
         # the sandbox needs namespaces this container lacks; nothing here leaves 127.0.0.1
         argv += ["--dangerously-bypass-approvals-and-sandbox", *args, prompt]
+        # `setup codex` wires the project's .codex/, which Codex reads only in a trusted
+        # project; `--trust` (Codex 0.171.0 `codex exec --help`) saves that trust as a
+        # person does when Codex asks
+        argv[2:2] = ["--trust"]
         t = time.monotonic()
         res = subprocess.run(
             argv, cwd=self.project, env=self.env(), capture_output=True, text=True,

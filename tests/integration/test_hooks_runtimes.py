@@ -109,7 +109,16 @@ def test_codex_hooks_from_setup(
     project.mkdir()
     monkeypatch.setenv("CODEX_HOME", str(home))
     res = run_cli(
-        "setup", "codex", "--agent", "lyra", "--vault", str(vault), "--project", str(project)
+        "setup",
+        "codex",
+        "--agent",
+        "lyra",
+        "--vault",
+        str(vault),
+        "--project",
+        str(project),
+        "--scope",
+        "user",
     )
     assert res.exit_code == 0, res.stderr
     codex = Codex(home, project)
@@ -171,7 +180,16 @@ def test_codex_hints_run_in_a_login_shell(
     project.mkdir()
     monkeypatch.setenv("CODEX_HOME", str(home))
     res = run_cli(
-        "setup", "codex", "--agent", "lyra", "--vault", str(vault), "--project", str(project)
+        "setup",
+        "codex",
+        "--agent",
+        "lyra",
+        "--vault",
+        str(vault),
+        "--project",
+        str(project),
+        "--scope",
+        "user",
     )
     assert res.exit_code == 0, res.stderr
     codex = Codex(home, project)

@@ -305,7 +305,16 @@ def test_codex_starts_the_server_setup_wrote(
     project.mkdir()
     monkeypatch.setenv("CODEX_HOME", str(home))
     res = run_cli(
-        "setup", "codex", "--agent", "lyra", "--vault", str(vault), "--project", str(project)
+        "setup",
+        "codex",
+        "--agent",
+        "lyra",
+        "--vault",
+        str(vault),
+        "--project",
+        str(project),
+        "--scope",
+        "user",
     )
     assert res.exit_code == 0, res.stderr
     table = tomllib.loads((home / "config.toml").read_text())["mcp_servers"]["vaultmem"]

@@ -148,9 +148,10 @@ def setup_codex(
         SetupScope,
         typer.Option(
             "--scope",
-            help="user: ~/.codex/config.toml ($CODEX_HOME); project: .codex/config.toml here.",
+            help="project: .codex/ here (Codex reads it in a trusted project); user: "
+            "~/.codex/ ($CODEX_HOME), one agent for every project.",
         ),
-    ] = SetupScope.USER,
+    ] = SetupScope.PROJECT,
     dry_run: DryRunOpt = False,
     remove: RemoveOpt = False,
     vault: VaultOpt = None,

@@ -1,10 +1,18 @@
 """`vaultmem setup codex`: the Codex pieces of setup (see `app.setup.plan` for the others).
 
 Following https://developers.openai.com/codex/hooks and .../codex/mcp: the lifecycle hooks in
-`hooks.json` next to `config.toml` ($CODEX_HOME, or `.codex/` with `--scope project`); in a
-marked block of `config.toml`, the MCP server, the environment of every shell tool call
+`hooks.json` next to `config.toml` (the project's `.codex/`, or $CODEX_HOME with `--scope
+user`); in a marked block of `config.toml`, the MCP server, the environment of every shell tool call
 (`[shell_environment_policy.set]`: the vault and the agent) and the hooks feature
 (`[features] hooks = true`); the instruction block in the project's AGENTS.md.
+
+The default scope is the project: Codex loads the hooks and config of a project's `.codex/`
+layer when the project is trusted ("Codex discovers hooks next to active config layers ...
+<repo>/.codex/hooks.json, <repo>/.codex/config.toml"; "project-local hooks load only when
+the project's .codex/ layer is trusted", developers.openai.com/codex/hooks; Codex 0.171.0's
+`codex exec --trust` saves that trust). The user-wide files wire one agent for every project,
+so `--scope user` refuses to replace another agent's or vault's wiring there (issue 37: wiring
+lyra in a second project silently took ella's hooks from the first).
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from itertools import pairwise
 from pathlib import Path
 
 from vaultmem.app.setup import files as sf
@@ -103,12 +112,31 @@ def _check_toml(text: str | None, path: Path, *, ours_removed: bool) -> None:
         )
 
 
+def _wiring(text: str | None) -> tuple[str, str] | None:
+    """The vault and agent the vaultmem server of a config.toml is started for, if any."""
+    try:
+        data = tomllib.loads(text or "")
+    except tomllib.TOMLDecodeError:
+        return None
+    server = (data.get("mcp_servers") or {}).get(SERVER_NAME)
+    args = server.get("args") if isinstance(server, dict) else None
+    if not isinstance(args, list):
+        return None
+    found = {}
+    for flag, value in pairwise(args):
+        if flag in ("--vault", "--agent") and isinstance(value, str):
+            found[flag] = value
+    if "--vault" not in found or "--agent" not in found:
+        return None
+    return found["--vault"], found["--agent"]
+
+
 def plan_codex(
     vault: Vault,
     agent: str,
     *,
     project: Path,
-    scope: SetupScope = SetupScope.USER,
+    scope: SetupScope = SetupScope.PROJECT,
     remove: bool = False,
     codex_home: Path | None = None,
     argv: list[str] | None = None,
@@ -130,6 +158,14 @@ def plan_codex(
         _check_toml(theirs, config, ours_removed=True)
         if remove:
             return theirs
+        wired = _wiring(text)
+        if scope == SetupScope.USER and wired and wired != (str(vault.root), agent):
+            raise RefusedError(
+                f"{config} already wires agent {wired[1]!r} (vault {wired[0]}) for every Codex "
+                f"project; wiring {agent!r} there would take it from the projects that use it",
+                "wire this project alone with --scope project (the default), or take the other "
+                "out first: vaultmem setup codex --scope user --remove; vaultmem changed nothing",
+            )
         # a table the person already has cannot be opened again in our block: then that
         # part is left to them (said in the notes)
         for env, features in ((True, True), (True, False), (False, True), (False, False)):
@@ -163,5 +199,17 @@ def plan_codex(
     )
     # the edits are planned (and the notes filled) when the changes are built
     if not remove:
+        if scope == SetupScope.PROJECT:
+            notes.append(
+                f"Codex reads {base} only in a trusted project: trust the folder when Codex "
+                "asks (or run `codex exec --trust` once in it)."
+            )
+            user_wide = _wiring(sf.current(home / "config.toml"))
+            if user_wide:
+                notes.append(
+                    f"{home / 'config.toml'} also wires agent {user_wide[1]!r} for every project, "
+                    "so Codex runs both sets of hooks here: take that out with "
+                    "vaultmem setup codex --scope user --remove"
+                )
         notes.append("Codex asks once to trust new hooks: review and trust vaultmem's in /hooks.")
     return SetupPlan(Runtime.CODEX, agent, str(vault.root), remove, changes, tuple(notes))
