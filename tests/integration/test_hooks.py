@@ -347,8 +347,9 @@ def test_session_end_retains_in_the_background_with_a_key(
 
 def test_nothing_new_is_decided_without_loading_vaultmem(vault: Path, tmp_path: Path) -> None:
     """The prompt hook runs on every turn: with nothing new it loads a few small modules (the
-    seal check of its cursor: `os`, `json` and the built-in `_blake2`; the prompt's words:
-    `search/vocab.py`, `re` and `binascii`)."""
+    start-up measures, `cli/startup.py`; the seal check of its cursor: `os`, `json`, the
+    built-in `_blake2` and `core/environment.py` for VAULTMEM_HOME; the prompt's words:
+    `search/vocab.py`, `re` and `binascii`), each of them `os`/`sys`-level."""
     hook("session-start", fixture("session-start-startup", tmp_path), vault)
     probe = (
         "import sys, io\n"
@@ -365,7 +366,8 @@ def test_nothing_new_is_decided_without_loading_vaultmem(vault: Path, tmp_path: 
     assert (
         proc.stdout.strip()
         == "['vaultmem.app', 'vaultmem.app.hooks', 'vaultmem.app.hooks.quick', 'vaultmem.cli',"
-        " 'vaultmem.cli.main', 'vaultmem.core', 'vaultmem.core.names', 'vaultmem.core.seal',"
+        " 'vaultmem.cli.main', 'vaultmem.cli.startup', 'vaultmem.core',"
+        " 'vaultmem.core.environment', 'vaultmem.core.names', 'vaultmem.core.seal',"
         " 'vaultmem.search', 'vaultmem.search.vocab'] []"
     )
 
