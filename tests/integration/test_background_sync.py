@@ -134,3 +134,21 @@ def test_no_sync_while_one_runs_never_without_a_remote_or_with_never(
     toml.write_text(toml.read_text().replace('interval = "never"', 'interval = "1s"'))
     assert not sync_due(Vault.open(machine["root"]))  # no remote: nothing to sync with
     assert not (machine["root"] / ".vaultmem" / "sync" / "started").exists()
+
+
+def test_an_addressed_entry_leaves_the_machine_without_a_later_hook(
+    machine: dict[str, Path],
+) -> None:
+    """Issue 37: a handoff written in a one-shot session, with no hook after it, reaches the
+    remote soon; a plain entry waits for the next hook (the interval and lock still hold)."""
+    m = machine
+    root = str(m["root"])
+    res = vm("append", "Webhook retries are idempotent", "--type", "fix", "--vault", root,
+             "--agent", "ella", home=m["home"])  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert not (m["root"] / ".vaultmem" / "sync" / "started").exists()  # no sync for a note
+    res = vm("append", "Refunds need a reason code", "--type", "handoff", "--to", "lyra",
+             "--vault", root, "--agent", "ella", home=m["home"])  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    wait_for(lambda: on_remote(m["bare"], "Refunds need a reason code"))
+    assert on_remote(m["bare"], "Webhook retries are idempotent")  # what came before went too

@@ -259,10 +259,12 @@ def decide(
     as_json: JsonOpt = False,
 ) -> None:
     """Record a decision in nexus/decisions.md (signed, never pruned) and announce it on the log."""
+    from vaultmem.app.hooks.background import start_sync
     from vaultmem.nexus.decisions import decide as do_decide
 
+    opened = open_vault(vault)
     result = do_decide(
-        open_vault(vault),
+        opened,
         agent or "",
         read_text_arg(text),
         why=read_text_arg(why),
@@ -273,6 +275,7 @@ def decide(
     warn_redactions(result.redactions)
     for w in result.warnings:
         warn(w)
+    start_sync(opened)  # a decision leaves the machine soon, not at the next hook (issue 37)
     if as_json:
         emit_json(
             {"decision": result.decision.to_dict(), "log_entry": result.announcement.to_dict()}

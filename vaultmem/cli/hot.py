@@ -86,8 +86,9 @@ def append(
 ) -> None:
     from vaultmem.nexus.log import append as do_append
 
+    opened = open_vault(vault)
     result = do_append(
-        open_vault(vault),
+        opened,
         agent or "",
         summary,
         channel=channel,
@@ -99,6 +100,7 @@ def append(
     warn_redactions(result.redactions)
     for w in result.warnings:
         warn(w)
+    push_soon(opened, result)
     if type_ == "decision":
         warn("this is only a log entry; `vaultmem decide TEXT --why R` also records the decision")
     if as_json:
@@ -112,6 +114,20 @@ def append(
         )
     else:
         emit(result.entry.id)
+
+
+def push_soon(vault: Any, result: Any) -> None:
+    """An entry others wait for (addressed: a handoff, a question, `--to`; or a decision)
+    leaves the machine soon after it is written, not at the next hook: a one-shot session may
+    run none (issue 37). The detached background sync, as a hook starts it (its interval and
+    lock respected, never waited for)."""
+    entry = getattr(result, "entry", None)
+    if result.duplicate_of or entry is None:
+        return
+    if entry.to or entry.type == "decision":
+        from vaultmem.app.hooks.background import start_sync
+
+        start_sync(vault)
 
 
 def warn_freshness(fresh: Any) -> None:

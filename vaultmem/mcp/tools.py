@@ -86,6 +86,9 @@ def append(
         acks=cleaned(acks),
         to=cleaned(to),
     )
+    from vaultmem.cli.hot import push_soon
+
+    push_soon(v, result)
     return {
         **result.to_dict(),
         "warnings": [*notices(result.redactions), *result.warnings],
