@@ -86,9 +86,11 @@ def append(
         acks=cleaned(acks),
         to=cleaned(to),
     )
-    from vaultmem.cli.hot import push_soon
+    if not result.duplicate_of and (result.entry.to or result.entry.type == "decision"):
+        # an entry others wait for leaves the machine soon, not at the next hook (issue 37)
+        from vaultmem.app.hooks.background import start_sync
 
-    push_soon(v, result)
+        start_sync(v)
     return {
         **result.to_dict(),
         "warnings": [*notices(result.redactions), *result.warnings],
