@@ -149,6 +149,11 @@ def test_forged_acks_resolves_and_supersedes_from_the_remote_count_for_nothing(
     assert waiting.get(question) is True, waiting
     text = run("read", "--agent", "lyra", "--peek")
     assert "Refunds skip the ledger" not in text
+    # recall too: the forged supersede hides nothing in the search index, built whole
+    run("index", "--rebuild")
+    found = json.loads(run("recall", "refunds ledger", "--agent", "lyra", "--json"))
+    genuine = [h for h in found["hits"] if h.get("id") == decision]
+    assert genuine and genuine[0]["path"] == "nexus/decisions.md", found["hits"]
     hook = vm("hook", "prompt", *at, "--agent", "lyra", "--plain", home=home,
               stdin=json.dumps({"prompt": "what is new?"}))  # fmt: skip
     assert hook.returncode == 0, hook.stderr

@@ -8,11 +8,11 @@ decision) and knows the vault layout's kinds. `vaultmem.search.engine` stores an
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from vaultmem.core import notes
 from vaultmem.core.choices import values
@@ -279,9 +279,36 @@ def _passages(
         i = max(i + 1, j - PASSAGE_OVERLAP)
 
 
-def _entry_docs(rel: str, kind: str, entries: Sequence[Entry]) -> list[Doc]:
-    """Log entries / decisions as one document each (superseded decisions hidden)."""
-    replaced = {sup for e in entries if isinstance(sup := e.extra.get("supersedes"), str) and sup}
+Counted: TypeAlias = "Callable[[Entry], bool]"
+
+
+def counted(vault: Vault) -> Counted:
+    """`nexus.shown.Counts` for this vault, made on first use: only an entry that passes its
+    own checks supersedes anything (a forged supersede hides no decision from recall)."""
+    made: list[Any] = []
+
+    def check(e: Entry) -> bool:
+        if not made:
+            from vaultmem.nexus.shown import Counts
+
+            made.append(Counts(vault))
+        return bool(made[0](e))
+
+    return check
+
+
+def _entry_docs(
+    rel: str, kind: str, entries: Sequence[Entry], counts: Counted | None = None
+) -> list[Doc]:
+    """Log entries / decisions as one document each (superseded decisions hidden, by an entry
+    that counts: `counts`)."""
+    replaced = {
+        sup
+        for e in entries
+        if isinstance(sup := e.extra.get("supersedes"), str)
+        and sup
+        and (counts is None or counts(e))
+    }
     docs = []
     for e in entries:
         tags = e.extra.get("tags")
@@ -309,7 +336,9 @@ def _entry_docs(rel: str, kind: str, entries: Sequence[Entry]) -> list[Doc]:
     return docs
 
 
-def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], list[tuple[str, str]]]:
+def documents(
+    rel: str, text: str, *, mtime_ns: int = 0, counts: Counted | None = None
+) -> tuple[list[Doc], list[tuple[str, str]]]:
     """Parse one note's text into documents; problems are returned, never raised."""
     problems: list[tuple[str, str]] = []
     kind, agent = kind_of(rel)
@@ -349,7 +378,7 @@ def documents(rel: str, text: str, *, mtime_ns: int = 0) -> tuple[list[Doc], lis
         # the entry parser sets torn or garbled blocks aside instead of raising
         from vaultmem.nexus.entry import parse_entries
 
-        return _entry_docs(rel, kind, parse_entries(text)), problems
+        return _entry_docs(rel, kind, parse_entries(text), counts), problems
     docs: list[Doc] = []
     if not title:
         for heading, _s, _e, _lines in sections(note.body, note.body_line):
@@ -424,7 +453,7 @@ def read_documents(
     text, problems = _screen(data, truncated, max_bytes)
     if text is None:
         return [], problems, data
-    docs, found = documents(rel, text, mtime_ns=mtime_ns)
+    docs, found = documents(rel, text, mtime_ns=mtime_ns, counts=counted(vault))
     return docs, problems + found, data
 
 
@@ -505,7 +534,7 @@ def read_log(vault: Vault, rel: str, max_bytes: int, mark: LogMark | None) -> Lo
             problems.append(("broken-frontmatter", "frontmatter cannot be read; entries indexed"))
     tail = data[start:]
     parsed = parse_bytes(tail, base_offset=start, first_line=lines + 1)
-    docs = _entry_docs(rel, Kind.LOG, parsed.entries)
+    docs = _entry_docs(rel, Kind.LOG, parsed.entries, counted(vault))
     clean = not (parsed.fragments or problems) and data.endswith(b"\n")
     new_mark = None
     if clean:
