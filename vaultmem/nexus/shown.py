@@ -6,6 +6,7 @@ what fails them: left out, and said, with the verify command to run.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core.vault import Vault
@@ -185,6 +186,19 @@ class Counts:
 
     def save(self) -> None:
         self.check.save()
+
+
+def counts_later(vault: Vault) -> Callable[[entry.Entry], bool]:
+    """`Counts` for `vault`, made on first use (the search index asks it only of an entry
+    that supersedes something: most files check nothing)."""
+    made: list[Counts] = []
+
+    def check(e: entry.Entry) -> bool:
+        if not made:
+            made.append(Counts(vault))
+        return made[0](e)
+
+    return check
 
 
 def outside_links(vault: Vault) -> list[tuple[str, str]]:

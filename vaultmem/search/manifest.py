@@ -44,7 +44,7 @@ from vaultmem.core.locking import lock_path
 from vaultmem.core.records import field, record
 from vaultmem.core.vault import Vault
 from vaultmem.search import vocab
-from vaultmem.search.documents import LogMark
+from vaultmem.search.logdocs import LogMark
 
 SCHEMA_VERSION = 13  # 9: how far each append-only log was indexed; 10: sealed, listing;
 # 11: headings indexed without the note's title; 12: a title stored without the aliases;

@@ -31,9 +31,9 @@ from vaultmem.search.documents import (
     content_hash,
     kind_of,
     read_documents,
-    read_log,
 )
 from vaultmem.search.engine import fields
+from vaultmem.search.logdocs import read_log
 from vaultmem.search.manifest import (
     OWN_FILES,
     Manifest,
