@@ -174,7 +174,11 @@ print(python())
 def fake_hermes(tmp_path: Path, provider_source: str | None) -> Path:
     """A `hermes` script on this Python whose `agent.memory_provider` is `provider_source`
     (None: no such module, as in a Hermes before memory providers)."""
-    site = tmp_path / "fake-hermes-site"
+    import venv
+
+    env_dir = tmp_path / "fake-hermes-venv"  # a venv of this Python: setup asks it isolated
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    site = next((env_dir / "lib").glob("python*/site-packages"))
     (site / "plugins" / "memory").mkdir(parents=True)
     (site / "plugins" / "__init__.py").write_text("")
     (site / "plugins" / "memory" / "__init__.py").write_text("def _get_user_plugins_dir(): pass\n")
@@ -182,12 +186,9 @@ def fake_hermes(tmp_path: Path, provider_source: str | None) -> Path:
         (site / "agent").mkdir()
         (site / "agent" / "__init__.py").write_text("")
         (site / "agent" / "memory_provider.py").write_text(provider_source)
-    wrapper = tmp_path / "python-with-fake-hermes"
-    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
-    wrapper.chmod(0o755)
     exe = tmp_path / "bin" / "hermes"
     exe.parent.mkdir()
-    exe.write_text(f"#!{wrapper}\nraise SystemExit(0)\n")
+    exe.write_text(f"#!{env_dir / 'bin' / 'python'}\nraise SystemExit(0)\n")
     exe.chmod(0o755)
     return exe
 

@@ -24,9 +24,8 @@ from vaultmem.core import spawn
 PACKAGE = Path(__file__).resolve().parent.parent / "vaultmem"
 # the modules allowed to start a process: the helper, and git (which must run in the vault)
 SPAWNERS = {"core/spawn.py", "app/sync/git.py"}
-# known, not yet through the helper (another area's code; issue 35 follow-up): `setup hermes`
-# asks Hermes's own Python `-c` for its version, in the folder setup runs in, not isolated
-NOT_YET = {"app/setup/hermes.py"}
+# known, not yet through the helper: none (`setup hermes` asks Hermes's Python through it)
+NOT_YET: set[str] = set()
 # who may name sys.executable: the helper and `core.environment.python()`, which it asks; the
 # commands other programs run (OpenClaw's plugin, `-I`); the door, which refuses files under
 # this Python's folders when they are inside the vault

@@ -187,6 +187,23 @@ def detached(
     return True
 
 
+def ask_python(python: str, code: str, *, timeout: float = 60) -> str:
+    """Run another program's Python (Hermes Agent's, to ask it its version) on `code`, isolated
+    (`-I`: no working folder, no PYTHON* variables, no user site on its path) and in `/`, so
+    nothing from a vault or a project is imported; its stdout. OSError when it cannot be
+    asked (not there, or no answer within `timeout`)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", code], capture_output=True, text=True, timeout=timeout,
+            stdin=subprocess.DEVNULL, cwd="/", env=child_env(), check=False,
+        )  # fmt: skip
+    except subprocess.SubprocessError as exc:
+        raise OSError(f"{python} did not answer: {exc}") from exc
+    return done.stdout
+
+
 def run_program(argv: Sequence[str], *, cwd: str) -> int:
     """Run a program that is not vaultmem (a person's `$EDITOR`) in `cwd` and wait for it; its
     exit code. The program is found on the cleaned PATH (OSError when it is not there)."""

@@ -213,7 +213,7 @@ def check_hermes(exe: Path, install: dict[str, Any]) -> str:
     """Ask the Hermes at `exe` for its version and the interface the provider uses; refuse
     one without it (naming the version needed) or on another Python than vaultmem's. Returns
     the version found."""
-    import subprocess
+    from vaultmem.core.spawn import ask_python
 
     python = interpreter_of(exe)
     if python is None or not python.is_file():
@@ -222,12 +222,8 @@ def check_hermes(exe: Path, install: dict[str, Any]) -> str:
             f"pass --hermes with the `hermes` of a pip-installed {NEEDS}",
         )
     try:
-        res = subprocess.run(
-            [str(python), "-c", _CHECK], capture_output=True, text=True, timeout=60,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        found = json.loads(res.stdout.strip().splitlines()[-1])
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        found = json.loads(ask_python(str(python), _CHECK).strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
         raise RefusedError(
             f"{python} (the Python of {exe}) could not be asked for its Hermes Agent version",
             f"vaultmem needs {NEEDS}; vaultmem setup changed nothing",
