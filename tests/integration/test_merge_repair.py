@@ -166,6 +166,13 @@ def test_a_state_conflict_git_leaves_is_refused_and_reported(tmp_path: Path) -> 
     a, b, home_a, home_b = _two_clones(tmp_path)
     assert vm(a, home_a, "state", "set", "Status", "green", "--agent", "ella").returncode == 0
     assert vm(b, home_b, "state", "set", "Status", "red", "--agent", "lyra").returncode == 0
+    # then a person rewrites that section by hand on B (the merge stamp goes with it): two
+    # agents' writes merge by the later stamp, a person's edit is what git leaves to a person
+    page = b / "nexus/project-state.md"
+    page.write_text(
+        "\n".join(ln for ln in page.read_text("utf-8").split("\n") if "vaultmem: set by" not in ln),
+        "utf-8",
+    )
     git(b, "add", "-A")
     git(b, "commit", "--quiet", "-m", "red")
     git(b, "push", "--quiet", "--force", "origin", "HEAD:b")
@@ -184,7 +191,7 @@ def test_a_state_conflict_git_leaves_is_refused_and_reported(tmp_path: Path) -> 
         if ln[:7] in ("<<<<<<<", "=======", ">>>>>>>")
     ]
 
-    res = vm(a, home_a, "state", "set", "Goal", "ship", "--agent", "ella")
+    res = vm(a, home_a, "state", "set", "Status", "ship", "--agent", "ella")
     assert res.returncode == 5 and "conflict markers" in res.stderr, res.stderr
     assert path.read_text("utf-8") == text  # nothing edited around the markers
     res = vm(a, home_a, "status", "--json")
