@@ -72,3 +72,15 @@ def run_proc(
     """Run `python -m vaultmem ARGS` as a real process (`tests._proc.vm`, this environment
     plus `env`; no stdin given: end of file, never the terminal)."""
     return vm(*args, cwd=cwd, env=env, stdin=stdin or "", timeout=timeout)
+
+
+def setup_codex_user(vault: Path, home: Path, project: Path, agent: str = "lyra") -> None:
+    """`setup codex --scope user` for `agent` in `project`, with Codex's home at `home` (made
+    here with `project`; the caller sets CODEX_HOME to it): what the runtime tests start from."""
+    home.mkdir()
+    project.mkdir()
+    res = run_cli(
+        "setup", "codex", "--agent", agent, "--vault", str(vault),
+        "--project", str(project), "--scope", "user",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests._cli import run_cli
+from tests._cli import run_cli, setup_codex_user
 from tests._layer3_helpers import make_keys
 
 pytestmark = pytest.mark.slow
@@ -105,22 +105,8 @@ def test_codex_hooks_from_setup(
 ) -> None:
     make_keys(vault, "ella", "lyra")
     home, project = isolated_env / "codex-home", tmp_path / "web"
-    home.mkdir()
-    project.mkdir()
     monkeypatch.setenv("CODEX_HOME", str(home))
-    res = run_cli(
-        "setup",
-        "codex",
-        "--agent",
-        "lyra",
-        "--vault",
-        str(vault),
-        "--project",
-        str(project),
-        "--scope",
-        "user",
-    )
-    assert res.exit_code == 0, res.stderr
+    setup_codex_user(vault, home, project)
     codex = Codex(home, project)
 
     pack = codex.context("SessionStart", "session-start-startup")
@@ -176,22 +162,8 @@ def test_codex_hints_run_in_a_login_shell(
     command the pack and the turn's context give the model runs from such a shell."""
     make_keys(vault, "ella", "lyra")
     home, project = isolated_env / "codex-home", tmp_path / "web"
-    home.mkdir()
-    project.mkdir()
     monkeypatch.setenv("CODEX_HOME", str(home))
-    res = run_cli(
-        "setup",
-        "codex",
-        "--agent",
-        "lyra",
-        "--vault",
-        str(vault),
-        "--project",
-        str(project),
-        "--scope",
-        "user",
-    )
-    assert res.exit_code == 0, res.stderr
+    setup_codex_user(vault, home, project)
     codex = Codex(home, project)
     venv_bin = str(Path(sys.executable).parent)
     assert (Path(venv_bin) / "vaultmem").is_file()

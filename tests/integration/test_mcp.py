@@ -297,26 +297,12 @@ def test_codex_starts_the_server_setup_wrote(
     of the shell that ran setup. An `append` is signed with this machine's key (issue 37)."""
     import tomllib
 
-    from tests._cli import run_cli
+    from tests._cli import run_cli, setup_codex_user
 
     make_keys(vault, "lyra")
     home, project = tmp_path / "codex-home", tmp_path / "web"
-    home.mkdir()
-    project.mkdir()
     monkeypatch.setenv("CODEX_HOME", str(home))
-    res = run_cli(
-        "setup",
-        "codex",
-        "--agent",
-        "lyra",
-        "--vault",
-        str(vault),
-        "--project",
-        str(project),
-        "--scope",
-        "user",
-    )
-    assert res.exit_code == 0, res.stderr
+    setup_codex_user(vault, home, project)
     table = tomllib.loads((home / "config.toml").read_text())["mcp_servers"]["vaultmem"]
     whitelist = {k: os.environ[k] for k in ("HOME", "PATH", "USER", "LANG") if k in os.environ}
 
